@@ -1,0 +1,11 @@
+package io.sparkcheckpointstorage
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class BuildInfoSuite extends AnyFunSuite {
+  test("the jar reports the project version and the exact Spark it was built against") {
+    assert(BuildInfo.version.matches("""\d+\.\d+\.\d+.*"""))
+    assert(BuildInfo.sparkVersion == org.apache.spark.SPARK_VERSION)
+    assert(BuildInfo.scalaBinaryVersion == "2.13")
+  }
+}

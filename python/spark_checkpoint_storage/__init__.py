@@ -1,0 +1,21 @@
+"""
+spark-checkpoint-storage: Flink's checkpoint storages (heap-to-driver and file system) for
+Spark Structured Streaming state, as a Spark plugin reached from Python through py4j.
+"""
+from spark_checkpoint_storage._version import __version__
+from spark_checkpoint_storage.bundled_jar import (
+    JarNotOnClasspathError,
+    JarVersionMismatchError,
+    bundled_jar_path,
+)
+from spark_checkpoint_storage.checkpoint_config import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.java_gateway import get_gateway
+
+__all__ = [
+    "__version__",
+    "bundled_jar_path",
+    "configure_spark_with_checkpoint_storage",
+    "get_gateway",
+    "JarNotOnClasspathError",
+    "JarVersionMismatchError",
+]
