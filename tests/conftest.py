@@ -1,0 +1,52 @@
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Dict, List, Optional
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+class Subprocess:
+    """Runs Python code or spark-submit in a fresh process: each gets its own driver JVM."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+
+    def env(self, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        env = dict(os.environ)
+        env.pop("PYSPARK_GATEWAY_PORT", None)
+        env.pop("PYSPARK_GATEWAY_SECRET", None)
+        env["PYSPARK_PYTHON"] = sys.executable
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        env.update(extra or {})
+        return env
+
+    def python(self, code: str, timeout: int = 300,
+               env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+        script = self.tmp_path / "script.py"
+        script.write_text(textwrap.dedent(code))
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=timeout, env=self.env(env), cwd=str(self.tmp_path))
+
+    def spark_submit(self, args: List[str], code: str,
+                     timeout: int = 300) -> subprocess.CompletedProcess:
+        script = self.tmp_path / "job.py"
+        script.write_text(textwrap.dedent(code))
+        cmd = [os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=self.env(), cwd=str(self.tmp_path))
+
+
+@pytest.fixture
+def subproc(tmp_path) -> Subprocess:
+    return Subprocess(tmp_path)
+
+
+def assert_ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (
+        result.returncode, result.stdout[-5000:], result.stderr[-8000:])
+    return result.stdout
