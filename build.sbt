@@ -79,5 +79,7 @@ lazy val root = (project in file("."))
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     publishMavenStyle := true,
+    // dev/build-jar republishes the same version to ~/.m2 on every build.
+    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
     pomIncludeRepository := { _ => false }
   )
