@@ -1,0 +1,277 @@
+package io.sparkcheckpointstorage.provider
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
+import org.apache.spark.unsafe.hash.Murmur3_x86_32
+
+/**
+ * The working state of one store: a hash map from key bytes to value bytes, both the raw
+ * bytes of `UnsafeRow`s, packed into large byte pages instead of one object pair per entry.
+ *
+ * Why: Spark's default provider holds a `HashMap[UnsafeRow, UnsafeRow]`, about 250 heap
+ * bytes per small key; here a small aggregation key costs its bytes, an 8-byte record
+ * header and about 16 bytes of index, with no per-entry objects for the GC to trace.
+ *
+ * Layout: each record is `[keyLen:int][valueLen:int][key][value]` in a page. The index is
+ * open addressing with linear probing over two parallel arrays: the record address
+ * (`page << 32 | offset`, 0 = empty slot, pages numbered from 1) and the key hash. A value
+ * of the same length is overwritten in place; otherwise a new record is appended and the
+ * old one becomes garbage, which [[compactIfWasteful]] reclaims.
+ *
+ * Not thread-safe: the provider serialises access.
+ */
+final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
+  import CompactRowMap._
+
+  private var pages = new Array[Array[Byte]](8) // index 0 unused: address 0 means empty
+  private var lastPage = 0
+  private var lastPageUsed = 0
+  private var nextPageSize = MinPageSize
+
+  private var addrs = new Array[Long](InitialSlots)
+  private var hashes = new Array[Int](InitialSlots)
+  private var mask = InitialSlots - 1
+  private var count = 0
+
+  private var liveRecordBytes = 0L
+  private var allRecordBytes = 0L
+  private var pageBytes = 0L
+
+  def size: Int = count
+
+  /** Heap bytes held: pages and index arrays. */
+  def memoryBytes: Long = pageBytes + addrs.length.toLong * 12L + pages.length * 8L + 64L
+
+  def get(key: UnsafeRow): UnsafeRow = {
+    val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key))
+    if (slot < 0) null else valueAt(addrs(slot))
+  }
+
+  def contains(key: UnsafeRow): Boolean =
+    find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key)) >= 0
+
+  def put(key: UnsafeRow, value: UnsafeRow): Unit = {
+    val h = hashOf(key)
+    val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, h)
+    if (slot >= 0) {
+      val addr = addrs(slot)
+      val page = pages(pageOf(addr))
+      val off = offsetOf(addr)
+      val oldValueLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off + 4)
+      if (oldValueLen == value.getSizeInBytes) {
+        val keyLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off)
+        Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page,
+          Platform.BYTE_ARRAY_OFFSET + off + 8 + keyLen, oldValueLen)
+      } else {
+        val keyLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off)
+        liveRecordBytes -= 8 + keyLen + oldValueLen
+        addrs(slot) = append(key, value)
+      }
+    } else {
+      if ((count + 1) * 4L > (mask + 1) * 3L) grow()
+      insertNew(append(key, value), h)
+      count += 1
+    }
+  }
+
+  def remove(key: UnsafeRow): Boolean = {
+    val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key))
+    if (slot < 0) return false
+    liveRecordBytes -= recordLength(addrs(slot))
+    deleteSlot(slot)
+    count -= 1
+    true
+  }
+
+  def clear(): Unit = {
+    pages = new Array[Array[Byte]](8)
+    lastPage = 0
+    lastPageUsed = 0
+    nextPageSize = MinPageSize
+    addrs = new Array[Long](InitialSlots)
+    hashes = new Array[Int](InitialSlots)
+    mask = InitialSlots - 1
+    count = 0
+    liveRecordBytes = 0
+    allRecordBytes = 0
+    pageBytes = 0
+  }
+
+  /**
+   * Iterates the entries. Each call of `next` gives fresh key and value rows that point into
+   * the pages (no copy); they stay valid until the map is next modified.
+   */
+  def iterator: Iterator[(UnsafeRow, UnsafeRow)] = new Iterator[(UnsafeRow, UnsafeRow)] {
+    private var slot = nextSlot(0)
+    private def nextSlot(from: Int): Int = {
+      var s = from
+      while (s <= mask && addrs(s) == 0L) s += 1
+      s
+    }
+    override def hasNext: Boolean = slot <= mask
+    override def next(): (UnsafeRow, UnsafeRow) = {
+      if (!hasNext) throw new NoSuchElementException
+      val addr = addrs(slot)
+      slot = nextSlot(slot + 1)
+      (keyAt(addr), valueAt(addr))
+    }
+  }
+
+  /** Rewrites the live records into fresh pages when garbage outweighs live data. */
+  def compactIfWasteful(): Unit = {
+    val garbage = allRecordBytes - liveRecordBytes
+    if (garbage > MinGarbageToCompact && garbage > liveRecordBytes) compact()
+  }
+
+  private def compact(): Unit = {
+    val oldPages = pages
+    pages = new Array[Array[Byte]](8)
+    lastPage = 0
+    lastPageUsed = 0
+    nextPageSize = MinPageSize
+    pageBytes = 0
+    allRecordBytes = 0
+    var s = 0
+    while (s <= mask) {
+      val addr = addrs(s)
+      if (addr != 0L) {
+        val page = oldPages(pageOf(addr))
+        val off = offsetOf(addr)
+        val len = 8 + Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off) +
+          Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off + 4)
+        val newAddr = reserve(len)
+        Platform.copyMemory(page, Platform.BYTE_ARRAY_OFFSET + off,
+          pages(pageOf(newAddr)), Platform.BYTE_ARRAY_OFFSET + offsetOf(newAddr), len)
+        addrs(s) = newAddr
+      }
+      s += 1
+    }
+    liveRecordBytes = allRecordBytes
+  }
+
+  private def hashOf(row: UnsafeRow): Int =
+    Murmur3_x86_32.hashUnsafeBytes(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes, 42)
+
+  private def find(base: AnyRef, offset: Long, len: Int, h: Int): Int = {
+    var s = h & mask
+    while (true) {
+      val addr = addrs(s)
+      if (addr == 0L) return -1
+      if (hashes(s) == h) {
+        val page = pages(pageOf(addr))
+        val off = offsetOf(addr)
+        if (Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off) == len &&
+          ByteArrayMethods.arrayEquals(page, Platform.BYTE_ARRAY_OFFSET + off + 8, base, offset, len)) {
+          return s
+        }
+      }
+      s = (s + 1) & mask
+    }
+    -1
+  }
+
+  private def insertNew(addr: Long, h: Int): Unit = {
+    var s = h & mask
+    while (addrs(s) != 0L) s = (s + 1) & mask
+    addrs(s) = addr
+    hashes(s) = h
+  }
+
+  /** Backward-shift deletion keeps linear probing correct without tombstones. */
+  private def deleteSlot(slot: Int): Unit = {
+    var hole = slot
+    var s = (slot + 1) & mask
+    while (addrs(s) != 0L) {
+      val home = hashes(s) & mask
+      // Move s into the hole when its home is not cyclically within (hole, s].
+      val shouldMove = if (hole <= s) home <= hole || home > s else home <= hole && home > s
+      if (shouldMove) {
+        addrs(hole) = addrs(s)
+        hashes(hole) = hashes(s)
+        hole = s
+      }
+      s = (s + 1) & mask
+    }
+    addrs(hole) = 0L
+    hashes(hole) = 0
+  }
+
+  private def grow(): Unit = {
+    val oldAddrs = addrs
+    val oldHashes = hashes
+    val n = oldAddrs.length * 2
+    addrs = new Array[Long](n)
+    hashes = new Array[Int](n)
+    mask = n - 1
+    var i = 0
+    while (i < oldAddrs.length) {
+      if (oldAddrs(i) != 0L) insertNew(oldAddrs(i), oldHashes(i))
+      i += 1
+    }
+  }
+
+  private def append(key: UnsafeRow, value: UnsafeRow): Long = {
+    val keyLen = key.getSizeInBytes
+    val valueLen = value.getSizeInBytes
+    val len = 8 + keyLen + valueLen
+    val addr = reserve(len)
+    val page = pages(pageOf(addr))
+    val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
+    Platform.putInt(page, at, keyLen)
+    Platform.putInt(page, at + 4, valueLen)
+    Platform.copyMemory(key.getBaseObject, key.getBaseOffset, page, at + 8, keyLen)
+    Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page, at + 8 + keyLen, valueLen)
+    liveRecordBytes += len
+    addr
+  }
+
+  private def reserve(len: Int): Long = {
+    if (lastPage == 0 || lastPageUsed + len > pages(lastPage).length) {
+      val size = math.max(len, nextPageSize)
+      nextPageSize = math.min(nextPageSize * 2, MaxPageSize)
+      lastPage += 1
+      if (lastPage >= pages.length) pages = java.util.Arrays.copyOf(pages, pages.length * 2)
+      pages(lastPage) = new Array[Byte](size)
+      pageBytes += size + 16
+      lastPageUsed = 0
+    }
+    val addr = (lastPage.toLong << 32) | lastPageUsed.toLong
+    lastPageUsed += len
+    allRecordBytes += len
+    addr
+  }
+
+  private def recordLength(addr: Long): Int = {
+    val page = pages(pageOf(addr))
+    val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
+    8 + Platform.getInt(page, at) + Platform.getInt(page, at + 4)
+  }
+
+  private def keyAt(addr: Long): UnsafeRow = {
+    val page = pages(pageOf(addr))
+    val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
+    val row = new UnsafeRow(keyNumFields)
+    row.pointTo(page, at + 8, Platform.getInt(page, at))
+    row
+  }
+
+  private def valueAt(addr: Long): UnsafeRow = {
+    val page = pages(pageOf(addr))
+    val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
+    val keyLen = Platform.getInt(page, at)
+    val row = new UnsafeRow(valueNumFields)
+    row.pointTo(page, at + 8 + keyLen, Platform.getInt(page, at + 4))
+    row
+  }
+}
+
+object CompactRowMap {
+  private val InitialSlots = 16
+  private val MinPageSize = 4 * 1024
+  private val MaxPageSize = 1024 * 1024
+  private val MinGarbageToCompact = 256L * 1024
+
+  @inline private def pageOf(addr: Long): Int = (addr >>> 32).toInt
+  @inline private def offsetOf(addr: Long): Int = (addr & 0xFFFFFFFFL).toInt
+}

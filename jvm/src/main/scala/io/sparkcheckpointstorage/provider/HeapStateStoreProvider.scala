@@ -1,0 +1,326 @@
+package io.sparkcheckpointstorage.provider
+
+import java.util.{Map => JMap}
+import java.util.concurrent.TimeUnit
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.slf4j.LoggerFactory
+
+import org.apache.spark.{SparkConf, SparkEnv}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * A `StateStoreProvider` that keeps a partition's state in executor heap in a compact form
+ * and makes each new version by applying the batch's changes in place.
+ *
+ * Per version it writes one delta file of the changed keys through the
+ * `CheckpointFileManager` Spark hands it; maintenance writes snapshots off the commit path
+ * and deletes files no longer needed to restore the retained versions.
+ *
+ * Set it with `spark.sql.streaming.stateStore.providerClass=` + [[HeapStateStoreProvider.ClassName]].
+ */
+class HeapStateStoreProvider extends StateStoreProvider {
+  import HeapStateStoreProvider._
+
+  private var _id: StateStoreId = _
+  private var keySchema: StructType = _
+  private var valueSchema: StructType = _
+  private var storeConf: StateStoreConf = _
+  private var hadoopConf: Configuration = _
+  private var sparkConf: SparkConf = _
+  private var fm: CheckpointFileManager = _
+  private var files: StateFiles = _
+  private var prefixCols: Option[Int] = None
+  private var live: LiveState = _
+
+  /** Highest version whose snapshot is on disk; 0 when none (version 0 is empty). */
+  @volatile private var lastSnapshotVersion = 0L
+  @volatile private var snapshotVersionKnown = false
+  @volatile private var lastLoadTimeMs = 0L
+  private var rowFormatValidated = false
+
+  override def init(
+      stateStoreId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean,
+      storeConfs: StateStoreConf,
+      hadoopConf: Configuration,
+      useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    if (useColumnFamilies) throw unsupported("column families (used by transformWithState)")
+    if (useMultipleValuesPerKey) throw unsupported("multiple values per key (used by transformWithState)")
+    if (storeConfs.enableStateStoreCheckpointIds) {
+      throw unsupported(s"state store checkpoint format version ${storeConfs.stateStoreCheckpointFormatVersion}; " +
+        "set spark.sql.streaming.stateStore.checkpointFormatVersion=1")
+    }
+    prefixCols = keyStateEncoderSpec match {
+      case _: NoPrefixKeyStateEncoderSpec => None
+      case p: PrefixKeyScanStateEncoderSpec => Some(p.numColsPrefixKey)
+      case other => throw unsupported(s"key encoding $other")
+    }
+    this._id = stateStoreId
+    this.keySchema = keySchema
+    this.valueSchema = valueSchema
+    this.storeConf = storeConfs
+    this.hadoopConf = hadoopConf
+    this.sparkConf = Option(SparkEnv.get).map(_.conf).getOrElse(new SparkConf(false))
+    val dir = stateStoreId.storeCheckpointLocation()
+    this.fm = CheckpointFileManager.create(dir, hadoopConf)
+    fm.mkdirs(dir)
+    this.files = new StateFiles(dir, fm)
+    this.live = new LiveState(keySchema, valueSchema, prefixCols)
+  }
+
+  override def stateStoreId: StateStoreId = _id
+
+  override def toString: String = s"HeapStateStoreProvider[id = (op=${_id.operatorId}, " +
+    s"part=${_id.partitionId}, store=${_id.storeName}), dir = ${files.dir}]"
+
+  override def getStore(
+      version: Long,
+      stateStoreCkptId: Option[String],
+      forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean): StateStore = synchronized {
+    checkVersion(version)
+    if (loadEmpty) {
+      live.reset(version)
+    } else {
+      moveLiveTo(version)
+    }
+    new HeapStateStore(this, live, version, writable = true, forceSnapshotOnCommit)
+  }
+
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = synchronized {
+    checkVersion(version)
+    if (live.version == version || live.version < version ||
+        (live.version == version + 1 && live.canRollBack)) {
+      moveLiveTo(version)
+      new HeapStateStore(this, live, version, writable = false, forceSnapshotOnCommit = false)
+    } else {
+      // An older version than the one in memory (the state data source, say): load it aside.
+      val aside = new LiveState(keySchema, valueSchema, prefixCols)
+      load(aside, version)
+      new HeapStateStore(this, aside, version, writable = false, forceSnapshotOnCommit = false)
+    }
+  }
+
+  private def checkVersion(version: Long): Unit = {
+    if (version < 0) throw new IllegalArgumentException(s"Version cannot be less than 0: $version")
+  }
+
+  /** Brings the in-memory state to `version`: no-op, undo, forward replay or full load. */
+  private def moveLiveTo(version: Long): Unit = {
+    if (live.version == version) return
+    if (live.version == version + 1 && live.canRollBack) {
+      live.rollBack()
+    } else {
+      load(live, version)
+    }
+  }
+
+  /** Called by a write store's commit: durable delta first, then the in-memory change. */
+  private[provider] def commit(store: HeapStateStore, changes: JMap[UnsafeRow, UnsafeRow],
+      forceSnapshot: Boolean): CommitStats = synchronized {
+    val newVersion = store.version + 1
+    // A second attempt of the same version (task retry, speculation) starts from the same
+    // base as the first: step back to it, then apply this attempt's changes instead.
+    moveLiveTo(store.version)
+    val start = System.nanoTime()
+    val bytes = writeFile(newVersion, StateFileKind.Delta) { w =>
+      val it = changes.entrySet.iterator
+      while (it.hasNext) {
+        val e = it.next()
+        if (e.getValue == null) w.remove(e.getKey) else w.put(e.getKey, e.getValue)
+      }
+    }
+    live.apply(changes, newVersion)
+    var filesWritten = 1
+    var bytesWritten = bytes
+    if (forceSnapshot) {
+      bytesWritten += writeSnapshot()
+      filesWritten += 1
+    }
+    CommitStats(filesWritten, bytesWritten,
+      TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+  }
+
+  private def writeSnapshot(): Long = {
+    val version = live.version
+    val bytes = writeFile(version, StateFileKind.Snapshot) { w =>
+      live.map.iterator.foreach { case (k, v) => w.put(k, v) }
+    }
+    lastSnapshotVersion = math.max(lastSnapshotVersion, version)
+    bytes
+  }
+
+  /** Writes one state file atomically; returns its size in bytes. */
+  private def writeFile(version: Long, kind: StateFileKind)(body: StateFileFormat.Writer => Unit): Long = {
+    val path = files.path(version, kind)
+    val out = fm.createAtomic(path, true)
+    val counting = new CountingOutputStream(out)
+    try {
+      val w = new StateFileFormat.Writer(counting, kind, version, storeConf.compressionCodec, sparkConf)
+      body(w)
+      w.finish()
+      out.close()
+    } catch {
+      case NonFatal(e) =>
+        try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        throw e
+    }
+    counting.count
+  }
+
+  /** Loads `version` into `state`, replaying only the missing deltas when it is behind. */
+  private def load(state: LiveState, version: Long): Unit = {
+    val start = System.nanoTime()
+    if (version == 0) {
+      state.reset(0)
+      return
+    }
+    val all = files.list()
+    val deltas = all.filter(_.kind == StateFileKind.Delta).map(f => f.version -> f).toMap
+    val snapshots = all.filter(_.kind == StateFileKind.Snapshot)
+    noteSnapshots(snapshots)
+    def deltasPresent(from: Long): Boolean = (from + 1 to version).forall(deltas.contains)
+    val forward = state.version >= 0 && state.version < version && deltasPresent(state.version)
+    val from = if (forward) state.version else {
+      val snapshot = snapshots.filter(_.version <= version).lastOption
+      snapshot match {
+        case Some(s) if deltasPresent(s.version) =>
+          state.reset(-1)
+          readFile(state, s)
+          s.version
+        case _ if deltasPresent(0) =>
+          state.reset(-1)
+          0L
+        case _ =>
+          val missing = (snapshot.map(_.version).getOrElse(0L) + 1 to version).find(v => !deltas.contains(v)).get
+          throw new IllegalStateException(s"Cannot load version $version of state store ${describe}: " +
+            s"the state file ${files.path(missing, StateFileKind.Delta)} is missing and no snapshot " +
+            s"at or after version $missing exists. Files present: ${if (all.isEmpty) "none" else
+              all.map(_.path.getName).mkString(", ")}. The checkpoint is incomplete; restore the " +
+            "missing file or restart the query on a new checkpoint location.")
+      }
+    }
+    var v = from + 1
+    while (v <= version) {
+      readFile(state, deltas(v))
+      v += 1
+    }
+    state.loaded(version)
+    lastLoadTimeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
+    log.info(s"Loaded version $version of $describe ${if (forward) s"forward from ${from}" else s"from version $from"} " +
+      s"in $lastLoadTimeMs ms (${state.map.size} keys)")
+  }
+
+  private def readFile(state: LiveState, f: StateFile): Unit = {
+    val in = fm.open(f.path)
+    try {
+      StateFileFormat.read(in, f.path.toString, f.kind, f.version, keySchema.length,
+        valueSchema.length, sparkConf)(
+        (k, v) => { validateRowFormat(k, v); state.loadPut(k, v) },
+        k => state.loadRemove(k))
+    } finally {
+      in.close()
+    }
+  }
+
+  private def validateRowFormat(key: UnsafeRow, value: UnsafeRow): Unit = {
+    if (!rowFormatValidated) {
+      StateStoreProvider.validateStateRowFormat(key, keySchema, value, valueSchema, _id, storeConf)
+      rowFormatValidated = true
+    }
+  }
+
+  private def noteSnapshots(snapshots: Seq[StateFile]): Unit = {
+    lastSnapshotVersion = (lastSnapshotVersion +: snapshots.map(_.version)).max
+    snapshotVersionKnown = true
+  }
+
+  override def doMaintenance(): Unit = {
+    doSnapshotMaintenance()
+    doCleanupMaintenance()
+  }
+
+  /** Snapshots the in-memory version once enough deltas have piled up since the last. */
+  override def doSnapshotMaintenance(): Unit = synchronized {
+    if (live == null || live.version <= 0) return
+    if (!snapshotVersionKnown) noteSnapshots(files.list().filter(_.kind == StateFileKind.Snapshot))
+    if (live.version - lastSnapshotVersion >= storeConf.minDeltasForSnapshot) {
+      val start = System.nanoTime()
+      val bytes = writeSnapshot()
+      log.info(s"Wrote snapshot of version ${live.version} of $describe ($bytes bytes) in " +
+        s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)} ms")
+    }
+  }
+
+  /** Deletes files not needed to restore the last `minBatchesToRetain` versions. */
+  override def doCleanupMaintenance(): Unit = {
+    if (files == null) return
+    val all = try files.list() catch { case NonFatal(_) => return }
+    if (all.isEmpty) return
+    val latest = all.map(_.version).max
+    val earliestToRetain = latest - storeConf.minVersionsToRetain
+    if (earliestToRetain <= 0) return
+    val base = all.filter(f => f.kind == StateFileKind.Snapshot && f.version <= earliestToRetain)
+      .lastOption.map(_.version)
+    base.foreach { b =>
+      val obsolete = all.filter(_.version < b)
+      obsolete.foreach(f => fm.delete(f.path))
+      if (obsolete.nonEmpty) log.info(s"Deleted ${obsolete.size} state files of $describe older than version $b")
+    }
+  }
+
+  override def close(): Unit = synchronized {
+    if (live != null) live.reset(-1)
+    if (fm != null) fm.close()
+  }
+
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = CustomMetrics.all
+
+  private[provider] def prefixSpec: (StructType, Int) = (keySchema, prefixCols.get)
+  private[provider] def snapshotLag: Long = math.max(0L, live.version - lastSnapshotVersion)
+  private[provider] def loadTimeMs: Long = lastLoadTimeMs
+  private[provider] def describe: String = s"(op=${_id.operatorId}, part=${_id.partitionId}, store=${_id.storeName})"
+}
+
+object HeapStateStoreProvider {
+  val ClassName: String = classOf[HeapStateStoreProvider].getName
+  private val log = LoggerFactory.getLogger(classOf[HeapStateStoreProvider])
+
+  private[provider] def unsupported(what: String): UnsupportedOperationException =
+    new UnsupportedOperationException(s"HeapStateStoreProvider does not support $what. Use " +
+      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider for this query " +
+      "(spark.sql.streaming.stateStore.providerClass).")
+
+  object CustomMetrics {
+    val FilesWritten = StateStoreCustomSumMetric("heapStateFilesWritten",
+      "number of state files written by HeapStateStoreProvider")
+    val BytesWritten = StateStoreCustomSizeMetric("heapStateBytesWritten",
+      "bytes of state files written by HeapStateStoreProvider")
+    val SnapshotLag = StateStoreCustomSumMetric("heapSnapshotLagVersions",
+      "versions since the last snapshot, summed over partitions")
+    val LoadTime = StateStoreCustomTimingMetric("heapStateLoadTimeMs",
+      "time to load state from files")
+    val all: Seq[StateStoreCustomMetric] = Seq(FilesWritten, BytesWritten, SnapshotLag, LoadTime)
+  }
+}
+
+private[provider] final case class CommitStats(filesWritten: Int, bytesWritten: Long, durationMs: Long)
+
+private[provider] final class CountingOutputStream(out: java.io.OutputStream) extends java.io.OutputStream {
+  var count = 0L
+  override def write(b: Int): Unit = { out.write(b); count += 1 }
+  override def write(b: Array[Byte], off: Int, len: Int): Unit = { out.write(b, off, len); count += len }
+  override def flush(): Unit = out.flush()
+  // The owner closes the underlying atomic stream itself (close commits it).
+  override def close(): Unit = flush()
+}

@@ -1,0 +1,164 @@
+package io.sparkcheckpointstorage.provider
+
+import java.io.{DataInputStream, DataOutputStream, EOFException, IOException, InputStream, OutputStream}
+import java.nio.charset.StandardCharsets
+import java.util.zip.{CRC32, CheckedInputStream, CheckedOutputStream}
+
+import org.apache.spark.SparkConf
+import org.apache.spark.checkpointstorage.SparkInternals
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+
+/** The kind of a state file: the changes of one version, or the whole state at a version. */
+sealed abstract class StateFileKind(val tag: Byte, val suffix: String)
+
+object StateFileKind {
+  case object Delta extends StateFileKind('D', "heap-delta")
+  case object Snapshot extends StateFileKind('S', "heap-snapshot")
+  val all: Seq[StateFileKind] = Seq(Delta, Snapshot)
+}
+
+/** A state file failed to read; the message names the file and what is wrong with it. */
+class CorruptStateFileException(val file: String, reason: String, cause: Throwable = null)
+  extends IOException(s"State file $file is corrupt or truncated: $reason. The state of this " +
+    "partition cannot be restored from it; restore the file from a backup or restart the " +
+    "query from a savepoint or a new checkpoint location.", cause)
+
+/**
+ * The encoding of our state files, one per version and partition.
+ *
+ * {{{
+ *   header (plain):  magic "SCSHEAP\u0001", kind byte, version long, codec name (UTF)
+ *   body (codec):    records, each  keyLen int, key bytes, valueLen int (-1 = removed), value
+ *                    then  -1 int, record count long, CRC-32 of everything before it
+ * }}}
+ *
+ * The header lets a reader tell our files from another provider's and from a file of the
+ * wrong version; the trailer catches truncation and corruption with any codec, since not
+ * every Spark codec checksums its blocks.
+ */
+object StateFileFormat {
+  val Magic: Array[Byte] = "SCSHEAP\u0001".getBytes(StandardCharsets.ISO_8859_1)
+
+  final class Writer(out: OutputStream, kind: StateFileKind, version: Long,
+      codecName: String, sparkConf: SparkConf) {
+    private val header = new DataOutputStream(out)
+    header.write(Magic)
+    header.writeByte(kind.tag)
+    header.writeLong(version)
+    header.writeUTF(codecName)
+    header.flush()
+    private val crc = new CRC32()
+    private val body = new DataOutputStream(new CheckedOutputStream(
+      SparkInternals.compressionCodec(sparkConf, codecName).compressedOutputStream(out), crc))
+    private var records = 0L
+
+    def put(key: UnsafeRow, value: UnsafeRow): Unit = {
+      body.writeInt(key.getSizeInBytes)
+      key.writeToStream(body, null)
+      body.writeInt(value.getSizeInBytes)
+      value.writeToStream(body, null)
+      records += 1
+    }
+
+    def remove(key: UnsafeRow): Unit = {
+      body.writeInt(key.getSizeInBytes)
+      key.writeToStream(body, null)
+      body.writeInt(-1)
+      records += 1
+    }
+
+    def recordCount: Long = records
+
+    /** Writes the trailer and flushes the codec; the caller closes the underlying stream. */
+    def finish(): Unit = {
+      body.writeInt(-1)
+      val checksum = crc.getValue
+      body.writeLong(records)
+      body.writeLong(checksum)
+      body.flush()
+      body.close()
+    }
+  }
+
+  /**
+   * Reads a state file, calling `onPut` / `onRemove` for each record with rows that are
+   * valid only during the call. Fails with [[CorruptStateFileException]] naming `file`.
+   */
+  def read(in: InputStream, file: String, expectedKind: StateFileKind, expectedVersion: Long,
+      keyNumFields: Int, valueNumFields: Int, sparkConf: SparkConf)(
+      onPut: (UnsafeRow, UnsafeRow) => Unit, onRemove: UnsafeRow => Unit): Long = {
+    val header = new DataInputStream(in)
+    val magic = new Array[Byte](Magic.length)
+    try header.readFully(magic) catch {
+      case e: EOFException => throw new CorruptStateFileException(file, "it is empty or shorter than its header", e)
+    }
+    if (!java.util.Arrays.equals(magic, Magic)) {
+      throw new CorruptStateFileException(file, "it does not start with the spark-checkpoint-storage " +
+        "header (written by another program?)")
+    }
+    val kind = header.readByte()
+    if (kind != expectedKind.tag) {
+      throw new CorruptStateFileException(file, s"it is of kind '${kind.toChar}', expected '${expectedKind.tag.toChar}'")
+    }
+    val version = header.readLong()
+    if (version != expectedVersion) {
+      throw new CorruptStateFileException(file, s"it holds version $version, expected $expectedVersion")
+    }
+    val codecName = header.readUTF()
+    val crc = new CRC32()
+    val body = try {
+      new DataInputStream(new CheckedInputStream(
+        SparkInternals.compressionCodec(sparkConf, codecName).compressedInputStream(in), crc))
+    } catch {
+      case e: IOException => throw new CorruptStateFileException(file, s"its $codecName stream cannot be opened: $e", e)
+    }
+    var records = 0L
+    var keyBuf = new Array[Byte](64)
+    var valueBuf = new Array[Byte](64)
+    val key = new UnsafeRow(keyNumFields)
+    val value = new UnsafeRow(valueNumFields)
+    try {
+      var keyLen = body.readInt()
+      while (keyLen != -1) {
+        if (keyLen < 0) throw new CorruptStateFileException(file, s"record ${records + 1} has key length $keyLen")
+        if (keyBuf.length < keyLen) keyBuf = new Array[Byte](keyLen)
+        body.readFully(keyBuf, 0, keyLen)
+        key.pointTo(keyBuf, keyLen)
+        val valueLen = body.readInt()
+        if (valueLen == -1) {
+          onRemove(key)
+        } else if (valueLen < 0) {
+          throw new CorruptStateFileException(file, s"record ${records + 1} has value length $valueLen")
+        } else {
+          if (valueBuf.length < valueLen) valueBuf = new Array[Byte](valueLen)
+          body.readFully(valueBuf, 0, valueLen)
+          value.pointTo(valueBuf, valueLen)
+          onPut(key, value)
+        }
+        records += 1
+        keyLen = body.readInt()
+      }
+      val expectedCrc = crc.getValue
+      val count = body.readLong()
+      val storedCrc = body.readLong()
+      if (count != records) {
+        throw new CorruptStateFileException(file, s"it says it holds $count records but $records were read")
+      }
+      if (storedCrc != expectedCrc) {
+        throw new CorruptStateFileException(file, "its checksum does not match its content")
+      }
+    } catch {
+      case e: CorruptStateFileException => throw e
+      case e: EOFException =>
+        throw new CorruptStateFileException(file, s"it ends after $records records, before its trailer", e)
+      case e: IOException =>
+        throw new CorruptStateFileException(file, s"reading record ${records + 1} failed: $e", e)
+      case e: RuntimeException =>
+        // Codecs signal corrupt blocks with runtime exceptions (e.g. LZ4Exception).
+        throw new CorruptStateFileException(file, s"reading record ${records + 1} failed: $e", e)
+    } finally {
+      body.close()
+    }
+    records
+  }
+}

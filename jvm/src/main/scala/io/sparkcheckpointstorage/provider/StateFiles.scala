@@ -1,0 +1,49 @@
+package io.sparkcheckpointstorage.provider
+
+import org.apache.hadoop.fs.{FileStatus, Path}
+
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+/** One of our state files: `<version>.heap-delta` or `<version>.heap-snapshot`. */
+final case class StateFile(version: Long, kind: StateFileKind, path: Path)
+
+/**
+ * The state files of one store directory: naming, listing, and recognising directories
+ * written by Spark's built-in providers so that they are refused rather than misread.
+ */
+final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
+  import StateFiles._
+
+  def path(version: Long, kind: StateFileKind): Path = new Path(dir, s"$version.${kind.suffix}")
+
+  /** Our files in the directory, sorted by version, a snapshot after the delta of its version. */
+  def list(): Seq[StateFile] = {
+    val statuses: Array[FileStatus] = if (fm.exists(dir)) fm.list(dir) else Array.empty
+    val ours = statuses.flatMap(s => parse(s.getPath))
+    if (ours.isEmpty) {
+      val foreign = statuses.map(_.getPath.getName).filter(n => ForeignFile.findFirstIn(n).isDefined)
+      if (foreign.nonEmpty) {
+        throw new IllegalStateException(s"The state directory $dir holds files of another state " +
+          s"store provider (${foreign.sorted.take(3).mkString(", ")}): " +
+          s"${ForeignProviders.collectFirst { case (re, p) if foreign.exists(re.matches) => p }.get}. " +
+          "A checkpoint keeps the provider it was created with: restart this query with that " +
+          "provider (spark.sql.streaming.stateStore.providerClass), or start it on a new " +
+          "checkpoint location to use HeapStateStoreProvider.")
+      }
+    }
+    ours.sortBy(f => (f.version, f.kind == StateFileKind.Snapshot)).toSeq
+  }
+
+  private def parse(p: Path): Option[StateFile] = p.getName match {
+    case OurFile(v, suffix) => StateFileKind.all.find(_.suffix == suffix).map(StateFile(v.toLong, _, p))
+    case _ => None
+  }
+}
+
+object StateFiles {
+  private val OurFile = """^(\d+)\.(heap-delta|heap-snapshot)$""".r
+  private val ForeignFile = """^\d+(_[0-9a-f-]+)?\.(delta|snapshot|changelog|zip)$""".r
+  private val ForeignProviders = Seq(
+    """^\d+\.(delta|snapshot)$""".r -> "HDFSBackedStateStoreProvider (Spark's default)",
+    """^\d+(_[0-9a-f-]+)?\.(changelog|zip)$""".r -> "RocksDBStateStoreProvider")
+}
