@@ -147,6 +147,8 @@ object StateFileFormat {
       if (storedCrc != expectedCrc) {
         throw new CorruptStateFileException(file, "its checksum does not match its content")
       }
+      // Reading to the end makes the codec check its end mark too.
+      if (body.read() != -1) throw new CorruptStateFileException(file, "it has data after its trailer")
     } catch {
       case e: CorruptStateFileException => throw e
       case e: EOFException =>

@@ -1,0 +1,54 @@
+package io.sparkcheckpointstorage.provider
+
+import scala.collection.mutable
+import scala.util.Random
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkcheckpointstorage.provider.StateRows._
+
+class CompactRowMapSuite extends AnyFunSuite {
+  private def contents(m: CompactRowMap): Map[(String, Int), Long] =
+    m.iterator.map { case (k, v) => keyOf(k) -> valueOf(v) }.toMap
+
+  test("random puts and removes agree with a HashMap, through growth, deletes and compaction") {
+    val rnd = new Random(42)
+    val m = new CompactRowMap(keySchema.length, valueSchema.length)
+    val expected = mutable.HashMap[(String, Int), Long]()
+    for (i <- 0 until 200000) {
+      // Names of varying length make values of the same key change size only via the key,
+      // while the value is fixed-width: exercise both in-place and appended records.
+      val k = ("k" * (1 + rnd.nextInt(3)), rnd.nextInt(5000))
+      rnd.nextInt(10) match {
+        case 0 | 1 | 2 =>
+          assert(m.remove(key(k._1, k._2)) == expected.remove(k).isDefined)
+        case _ =>
+          val v = rnd.nextLong()
+          m.put(key(k._1, k._2), value(v))
+          expected(k) = v
+      }
+      if (i % 50000 == 0) m.compactIfWasteful()
+    }
+    assert(m.size == expected.size)
+    assert(contents(m) == expected.toMap)
+    expected.keys.take(1000).foreach { k => assert(valueOf(m.get(key(k._1, k._2))) == expected(k)) }
+    assert(m.get(key("absent", 1)) == null)
+  }
+
+  test("compaction reclaims the records left behind by removes") {
+    val m = new CompactRowMap(keySchema.length, valueSchema.length)
+    (0 until 100000).foreach(i => m.put(key("key", i), value(i)))
+    val full = m.memoryBytes
+    (0 until 99000).foreach(i => m.remove(key("key", i)))
+    m.compactIfWasteful()
+    assert(m.memoryBytes < full / 2, s"${m.memoryBytes} vs $full")
+    assert(contents(m) == (99000 until 100000).map(i => ("key", i) -> i.toLong).toMap)
+  }
+
+  test("small keys cost well under 80 heap bytes each") {
+    val m = new CompactRowMap(keySchema.length, valueSchema.length)
+    (0 until 1000000).foreach(i => m.put(key("", i), value(i)))
+    val perKey = m.memoryBytes.toDouble / m.size
+    assert(perKey < 80, s"$perKey bytes per key")
+  }
+}
