@@ -21,7 +21,7 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  *
  * Not thread-safe: the provider serialises access.
  */
-final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
+final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
   import CompactRowMap._
 
   private var pages = new Array[Array[Byte]](8) // index 0 unused: address 0 means empty
@@ -43,6 +43,7 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
   /** Heap bytes held: pages and index arrays. */
   def memoryBytes: Long = pageBytes + addrs.length.toLong * 12L + pages.length * 8L + 64L
 
+  /** The value of `key`, null if absent, [[CompactRowMap.Removed]] if recorded as removed. */
   def get(key: UnsafeRow): UnsafeRow = {
     val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key))
     if (slot < 0) null else valueAt(addrs(slot))
@@ -51,21 +52,31 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
   def contains(key: UnsafeRow): Boolean =
     find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key)) >= 0
 
-  def put(key: UnsafeRow, value: UnsafeRow): Unit = {
+  /** Sets the value of `key`. */
+  def put(key: UnsafeRow, value: UnsafeRow): Unit = upsert(key, value)
+
+  /**
+   * Records `key` as removed: [[get]] then answers [[CompactRowMap.Removed]]. Used by the
+   * pending changes of a batch, never by the state itself.
+   */
+  def putRemoved(key: UnsafeRow): Unit = upsert(key, null)
+
+  private def upsert(key: UnsafeRow, value: UnsafeRow): Unit = {
+    val valueLen = if (value == null) RemovedLength else value.getSizeInBytes
     val h = hashOf(key)
     val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, h)
     if (slot >= 0) {
       val addr = addrs(slot)
       val page = pages(pageOf(addr))
-      val off = offsetOf(addr)
-      val oldValueLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off + 4)
-      if (oldValueLen == value.getSizeInBytes) {
-        val keyLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off)
-        Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page,
-          Platform.BYTE_ARRAY_OFFSET + off + 8 + keyLen, oldValueLen)
+      val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
+      val oldValueLen = Platform.getInt(page, at + 4)
+      if (oldValueLen == valueLen) {
+        if (value != null) {
+          Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page,
+            at + 8 + Platform.getInt(page, at), valueLen)
+        }
       } else {
-        val keyLen = Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off)
-        liveRecordBytes -= 8 + keyLen + oldValueLen
+        liveRecordBytes -= recordLength(addr)
         addrs(slot) = append(key, value)
       }
     } else {
@@ -139,7 +150,7 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
         val page = oldPages(pageOf(addr))
         val off = offsetOf(addr)
         val len = 8 + Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off) +
-          Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off + 4)
+          math.max(Platform.getInt(page, Platform.BYTE_ARRAY_OFFSET + off + 4), 0)
         val newAddr = reserve(len)
         Platform.copyMemory(page, Platform.BYTE_ARRAY_OFFSET + off,
           pages(pageOf(newAddr)), Platform.BYTE_ARRAY_OFFSET + offsetOf(newAddr), len)
@@ -213,15 +224,17 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
 
   private def append(key: UnsafeRow, value: UnsafeRow): Long = {
     val keyLen = key.getSizeInBytes
-    val valueLen = value.getSizeInBytes
+    val valueLen = if (value == null) 0 else value.getSizeInBytes
     val len = 8 + keyLen + valueLen
     val addr = reserve(len)
     val page = pages(pageOf(addr))
     val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
     Platform.putInt(page, at, keyLen)
-    Platform.putInt(page, at + 4, valueLen)
+    Platform.putInt(page, at + 4, if (value == null) RemovedLength else valueLen)
     Platform.copyMemory(key.getBaseObject, key.getBaseOffset, page, at + 8, keyLen)
-    Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page, at + 8 + keyLen, valueLen)
+    if (value != null) {
+      Platform.copyMemory(value.getBaseObject, value.getBaseOffset, page, at + 8 + keyLen, valueLen)
+    }
     liveRecordBytes += len
     addr
   }
@@ -245,7 +258,7 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
   private def recordLength(addr: Long): Int = {
     val page = pages(pageOf(addr))
     val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
-    8 + Platform.getInt(page, at) + Platform.getInt(page, at + 4)
+    8 + Platform.getInt(page, at) + math.max(Platform.getInt(page, at + 4), 0)
   }
 
   private def keyAt(addr: Long): UnsafeRow = {
@@ -260,13 +273,19 @@ final class CompactRowMap(keyNumFields: Int, valueNumFields: Int) {
     val page = pages(pageOf(addr))
     val at = Platform.BYTE_ARRAY_OFFSET + offsetOf(addr)
     val keyLen = Platform.getInt(page, at)
+    val valueLen = Platform.getInt(page, at + 4)
+    if (valueLen == RemovedLength) return Removed
     val row = new UnsafeRow(valueNumFields)
-    row.pointTo(page, at + 8 + keyLen, Platform.getInt(page, at + 4))
+    row.pointTo(page, at + 8 + keyLen, valueLen)
     row
   }
 }
 
 object CompactRowMap {
+  /** The value of a key recorded with [[CompactRowMap#putRemoved]]; compare with `eq`. */
+  val Removed: UnsafeRow = new UnsafeRow(0)
+  private val RemovedLength = -1
+
   private val InitialSlots = 16
   private val MinPageSize = 4 * 1024
   private val MaxPageSize = 1024 * 1024

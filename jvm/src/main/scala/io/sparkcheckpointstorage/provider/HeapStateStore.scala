@@ -1,9 +1,5 @@
 package io.sparkcheckpointstorage.provider
 
-import java.util.{HashMap => JHashMap}
-
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -23,11 +19,10 @@ private[provider] final class HeapStateStore(
   import HeapStateStore._
   import HeapStateStoreProvider.{unsupported, CustomMetrics}
 
-  /** Key -> new value, or null for a removed key. Keys and values are copies. */
-  private val changes = new JHashMap[UnsafeRow, UnsafeRow]()
+  /** Key -> new value, or [[CompactRowMap.Removed]]: the batch's changes, packed. */
+  private val changes = new CompactRowMap(base.map.keyNumFields, base.map.valueNumFields)
   private val changedPrefixes: Option[PrefixIndex] = base.prefixIndex.map(_ => newPrefixIndex())
   private var numKeys = base.map.size.toLong
-  private var changeBytes = 0L
   private var state: State = Updating
   private var newVersion = -1L
   private var commitStats = CommitStats(0, 0, 0)
@@ -42,7 +37,8 @@ private[provider] final class HeapStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     checkFamily(colFamilyName)
     require(key != null, "Key cannot be null")
-    if (changes.containsKey(key)) changes.get(key) else base.map.get(key)
+    val changed = changes.get(key)
+    if (changed == null) base.map.get(key) else if (changed eq CompactRowMap.Removed) null else changed
   }
 
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
@@ -57,10 +53,7 @@ private[provider] final class HeapStateStore(
       numKeys += 1
       changedPrefixes.foreach(_.add(key))
     }
-    val k = key.copy()
-    val previous = changes.put(k, value.copy())
-    changeBytes += (if (previous == null) k.getSizeInBytes + EntryOverhead else -previous.getSizeInBytes) +
-      value.getSizeInBytes
+    changes.put(key, value)
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
@@ -70,26 +63,21 @@ private[provider] final class HeapStateStore(
     if (exists(key)) {
       numKeys -= 1
       changedPrefixes.foreach(_.remove(key))
-      if (base.map.contains(key)) {
-        val previous = changes.put(key.copy(), null)
-        changeBytes += (if (previous == null) key.getSizeInBytes + EntryOverhead else -previous.getSizeInBytes)
-      } else {
-        val previous = changes.remove(key)
-        changeBytes -= key.getSizeInBytes + EntryOverhead + previous.getSizeInBytes
-      }
+      if (base.map.contains(key)) changes.putRemoved(key) else changes.remove(key)
     }
   }
 
-  private def exists(key: UnsafeRow): Boolean =
-    if (changes.containsKey(key)) changes.get(key) != null else base.map.contains(key)
+  private def exists(key: UnsafeRow): Boolean = {
+    val changed = changes.get(key)
+    if (changed == null) base.map.contains(key) else changed ne CompactRowMap.Removed
+  }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
     checkFamily(colFamilyName)
     // Snapshot the batch's changes so that removing while iterating (watermark eviction
     // does) neither skips nor repeats keys.
-    val pending = changes.entrySet.asScala.iterator.filter(_.getValue != null)
-      .map(e => (e.getKey, e.getValue)).toArray
-    val unchanged = base.map.iterator.filter { case (k, _) => !changes.containsKey(k) }
+    val pending = changes.iterator.filter { case (_, v) => v ne CompactRowMap.Removed }.toArray
+    val unchanged = base.map.iterator.filter { case (k, _) => !changes.contains(k) }
     val pair = new UnsafeRowPair()
     new StateStoreIterator((unchanged ++ pending.iterator).map { case (k, v) => pair.withRows(k, v) })
   }
@@ -98,10 +86,10 @@ private[provider] final class HeapStateStore(
     checkFamily(colFamilyName)
     val index = base.prefixIndex.getOrElse(throw new UnsupportedOperationException(
       "prefixScan needs the state store to be created with PrefixKeyScanStateEncoderSpec"))
-    val fromBase = index.keys(prefixKey).filter(k => !changes.containsKey(k)).map(k => (k, base.map.get(k)))
+    val fromBase = index.keys(prefixKey).filter(k => !changes.contains(k)).map(k => (k, base.map.get(k)))
     val fromChanges = changedPrefixes.get.keys(prefixKey).flatMap { k =>
       val v = changes.get(k)
-      if (v == null) None else Some((k, v))
+      if (v == null || (v eq CompactRowMap.Removed)) None else Some((k, v))
     }.toArray
     val pair = new UnsafeRowPair()
     new StateStoreIterator((fromBase ++ fromChanges.iterator).map { case (k, v) => pair.withRows(k, v) })
@@ -139,6 +127,7 @@ private[provider] final class HeapStateStore(
     newVersion = version + 1
     state = Committed
     changes.clear()
+    changedPrefixes.foreach(_.clear())
     newVersion
   }
 
@@ -162,7 +151,7 @@ private[provider] final class HeapStateStore(
       CustomMetrics.BytesWritten -> commitStats.bytesWritten,
       CustomMetrics.SnapshotLag -> provider.snapshotLag,
       CustomMetrics.LoadTime -> provider.loadTimeMs)
-    StateStoreMetrics(numKeys, base.memoryBytes + math.max(changeBytes, 0L), custom)
+    StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes, custom)
   }
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = {
@@ -189,9 +178,6 @@ private[provider] final class HeapStateStore(
 }
 
 private[provider] object HeapStateStore {
-  /** Rough heap cost of one pending change beyond its bytes (HashMap node, two rows). */
-  val EntryOverhead = 120L
-
   sealed abstract class State(val name: String)
   case object Updating extends State("updating")
   case object Committed extends State("committed")

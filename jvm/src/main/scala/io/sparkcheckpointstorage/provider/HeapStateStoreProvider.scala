@@ -1,6 +1,5 @@
 package io.sparkcheckpointstorage.provider
 
-import java.util.{Map => JMap}
 import java.util.concurrent.TimeUnit
 
 import scala.util.control.NonFatal
@@ -126,7 +125,7 @@ class HeapStateStoreProvider extends StateStoreProvider {
   }
 
   /** Called by a write store's commit: durable delta first, then the in-memory change. */
-  private[provider] def commit(store: HeapStateStore, changes: JMap[UnsafeRow, UnsafeRow],
+  private[provider] def commit(store: HeapStateStore, changes: CompactRowMap,
       forceSnapshot: Boolean): CommitStats = synchronized {
     val newVersion = store.version + 1
     // A second attempt of the same version (task retry, speculation) starts from the same
@@ -134,10 +133,8 @@ class HeapStateStoreProvider extends StateStoreProvider {
     moveLiveTo(store.version)
     val start = System.nanoTime()
     val bytes = writeFile(newVersion, StateFileKind.Delta) { w =>
-      val it = changes.entrySet.iterator
-      while (it.hasNext) {
-        val e = it.next()
-        if (e.getValue == null) w.remove(e.getKey) else w.put(e.getKey, e.getValue)
+      changes.iterator.foreach { case (k, v) =>
+        if (v eq CompactRowMap.Removed) w.remove(k) else w.put(k, v)
       }
     }
     live.apply(changes, newVersion)

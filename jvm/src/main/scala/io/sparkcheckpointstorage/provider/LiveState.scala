@@ -1,7 +1,5 @@
 package io.sparkcheckpointstorage.provider
 
-import java.util.{ArrayList => JArrayList, Map => JMap}
-
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
@@ -22,8 +20,11 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
 
   /** The version the map holds; -1 when nothing is loaded. */
   private var _version = -1L
-  /** Entries (key, previous value or null) that turn `_version` back into `_version - 1`. */
-  private var undo: JArrayList[(UnsafeRow, UnsafeRow)] = null
+  /**
+   * Key -> value before the last change ([[CompactRowMap.Removed]]: key was absent), which
+   * turns `_version` back into `_version - 1`.
+   */
+  private var undo: CompactRowMap = null
 
   def version: Long = _version
 
@@ -51,19 +52,19 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
     _version = version
   }
 
-  /** Applies a batch's changes (value null = removed) to make `newVersion`. */
-  def apply(changes: JMap[UnsafeRow, UnsafeRow], newVersion: Long): Unit = {
-    val keepUndo = changes.size <= MaxUndoEntries
-    val newUndo = if (keepUndo) new JArrayList[(UnsafeRow, UnsafeRow)](changes.size) else null
-    val it = changes.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      val key = e.getKey
-      if (keepUndo) {
+  /** Applies a batch's changes (value [[CompactRowMap.Removed]] = removed) to make `newVersion`. */
+  def apply(changes: CompactRowMap, newVersion: Long): Unit = {
+    val newUndo = if (changes.size <= MaxUndoEntries) {
+      new CompactRowMap(keySchema.length, valueSchema.length)
+    } else {
+      null
+    }
+    changes.iterator.foreach { case (key, value) =>
+      if (newUndo != null) {
         val old = map.get(key)
-        newUndo.add((key, if (old == null) null else old.copy()))
+        if (old == null) newUndo.putRemoved(key) else newUndo.put(key, old)
       }
-      if (e.getValue == null) loadRemove(key) else loadPut(key, e.getValue)
+      if (value eq CompactRowMap.Removed) loadRemove(key) else loadPut(key, value)
     }
     map.compactIfWasteful()
     undo = newUndo
@@ -73,16 +74,14 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
   /** Steps back one version using the undo of the last change. */
   def rollBack(): Unit = {
     require(undo != null, "no undo to roll back with")
-    val it = undo.iterator
-    while (it.hasNext) {
-      val (key, old) = it.next()
-      if (old == null) loadRemove(key) else loadPut(key, old)
+    undo.iterator.foreach { case (key, old) =>
+      if (old eq CompactRowMap.Removed) loadRemove(key) else loadPut(key, old)
     }
     undo = null
     _version -= 1
   }
 
-  def memoryBytes: Long = map.memoryBytes + (if (undo == null) 0L else undo.size * 96L)
+  def memoryBytes: Long = map.memoryBytes + (if (undo == null) 0L else undo.memoryBytes)
 }
 
 object LiveState {
