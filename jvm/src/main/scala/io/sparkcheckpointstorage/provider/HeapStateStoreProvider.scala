@@ -2,12 +2,14 @@ package io.sparkcheckpointstorage.provider
 
 import java.util.concurrent.TimeUnit
 
+import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
 import org.apache.spark.{SparkConf, SparkEnv}
+import org.apache.spark.checkpointstorage.ChangeFeedReplay
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state._
@@ -23,7 +25,7 @@ import org.apache.spark.sql.types.StructType
  *
  * Set it with `spark.sql.streaming.stateStore.providerClass=` + [[HeapStateStoreProvider.ClassName]].
  */
-class HeapStateStoreProvider extends StateStoreProvider {
+class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   import HeapStateStoreProvider._
 
   private var _id: StateStoreId = _
@@ -240,6 +242,72 @@ class HeapStateStoreProvider extends StateStoreProvider {
   private def noteSnapshots(snapshots: Seq[StateFile]): Unit = {
     lastSnapshotVersion = (lastSnapshotVersion +: snapshots.map(_.version)).max
     snapshotVersionKnown = true
+  }
+
+  /**
+   * The state at `endVersion` rebuilt from the snapshot of `snapshotVersion` and the deltas
+   * after it (the state data source's `snapshotStartBatchId`).
+   */
+  override def replayStateFromSnapshot(
+      snapshotVersion: Long,
+      endVersion: Long,
+      readOnly: Boolean,
+      snapshotVersionStateStoreCkptId: Option[String],
+      endVersionStateStoreCkptId: Option[String]): StateStore = synchronized {
+    checkVersion(snapshotVersion)
+    if (endVersion < snapshotVersion) {
+      throw new IllegalArgumentException(s"End version $endVersion is before snapshot version $snapshotVersion")
+    }
+    val state = new LiveState(keySchema, valueSchema, prefixCols)
+    state.reset(-1)
+    if (snapshotVersion > 0) {
+      val snapshot = files.path(snapshotVersion, StateFileKind.Snapshot)
+      if (!fm.exists(snapshot)) {
+        throw new IllegalStateException(s"No snapshot of version $snapshotVersion for state store " +
+          s"$describe: $snapshot does not exist. Snapshots present: ${files.list()
+            .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}")
+      }
+      readFile(state, StateFile(snapshotVersion, StateFileKind.Snapshot, snapshot))
+    }
+    (snapshotVersion + 1 to endVersion).foreach { v =>
+      val delta = files.path(v, StateFileKind.Delta)
+      if (!fm.exists(delta)) {
+        throw new IllegalStateException(s"Cannot replay state store $describe to version $endVersion: " +
+          s"the state file $delta is missing")
+      }
+      readFile(state, StateFile(v, StateFileKind.Delta, delta))
+    }
+    state.loaded(endVersion)
+    new HeapStateStore(this, state, endVersion, writable = !readOnly, forceSnapshotOnCommit = false)
+  }
+
+  /**
+   * The changes of versions `startVersion` to `endVersion` as the state data source's change
+   * feed reads them: (record type, key, value or null, batch id = version - 1).
+   */
+  override protected def changeRecords(startVersion: Long, endVersion: Long,
+      colFamilyNameOpt: Option[String]): Iterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
+    if (startVersion < 1) throw new IllegalArgumentException(s"Start version $startVersion must be at least 1")
+    colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach(cf => throw unsupported(s"column family '$cf'"))
+    val changes = (startVersion to endVersion).iterator.flatMap { v =>
+      val delta = files.path(v, StateFileKind.Delta)
+      if (!fm.exists(delta)) {
+        throw new IllegalStateException(s"Cannot read the changes of version $v of state store " +
+          s"$describe: the state file $delta is missing")
+      }
+      val records = ArrayBuffer[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]()
+      val in = fm.open(delta)
+      try {
+        StateFileFormat.read(in, delta.toString, StateFileKind.Delta, v, keySchema.length,
+          valueSchema.length, sparkConf)(
+          (k, value) => records += ((RecordType.PUT_RECORD, k.copy(), value.copy(), v - 1)),
+          k => records += ((RecordType.DELETE_RECORD, k.copy(), null, v - 1)))
+      } finally {
+        in.close()
+      }
+      records
+    }
+    changes
   }
 
   override def doMaintenance(): Unit = {
