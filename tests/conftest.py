@@ -9,6 +9,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
 
+# Python workers of in-process sessions must run this interpreter (it has pandas, pyarrow).
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
 
 class Subprocess:
     """Runs Python code or spark-submit in a fresh process: each gets its own driver JVM."""
