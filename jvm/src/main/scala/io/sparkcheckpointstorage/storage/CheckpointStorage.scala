@@ -1,0 +1,50 @@
+package io.sparkcheckpointstorage.storage
+
+/** Where one state file goes, decided when its stream closes (Flink: the state handle kind). */
+sealed trait Placement
+object Placement {
+  /** Kept by the driver: in heap, and in the batch's pack when the storage is persistent. */
+  case object Inline extends Placement
+  /** Written by the executor as a file of its own. */
+  case object OwnFile extends Placement
+}
+
+/**
+ * Where the state of streaming queries is checkpointed: a serializable, configuration-only
+ * factory, as Flink's `CheckpointStorage`. Implementations are immutable; [[configure]]
+ * returns a copy with unset values filled from configuration (values set in code win).
+ */
+trait CheckpointStorage extends Serializable {
+  /** Default checkpoint location of queries, if any. */
+  def checkpointPath: Option[String]
+
+  /** Default target of savepoints: the explicit savepoint path, else `<checkpointPath>/savepoints`. */
+  def savepointPath: Option[String]
+
+  /** Whether checkpointed state survives the driver (false only for driver heap without a path). */
+  def isPersistent: Boolean
+
+  /** Size of the executor's buffer when writing a state file of its own. */
+  def writeBufferSize: Int
+
+  /**
+   * Where a state file of `size` bytes goes.
+   *
+   * @throws StateSizeLimitException when this storage cannot take a file of that size
+   */
+  def placement(size: Long): Placement
+
+  /** A copy with values left unset in code taken from `conf`. */
+  def configure(conf: String => Option[String]): CheckpointStorage
+
+  /** The settings that reproduce this storage through configuration (under [[CheckpointStorageOptions.AppPrefix]]). */
+  def toConf: Map[String, String]
+}
+
+/** A user storage named by class in `spark.sql.streaming.checkpointStorage`: needs a public no-arg constructor. */
+trait CheckpointStorageFactory {
+  def createFromConfig(conf: String => Option[String]): CheckpointStorage
+}
+
+/** A state file exceeds what the chosen storage accepts. */
+class StateSizeLimitException(message: String) extends java.io.IOException(message)

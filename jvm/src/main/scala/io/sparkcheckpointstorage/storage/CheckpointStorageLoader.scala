@@ -1,0 +1,75 @@
+package io.sparkcheckpointstorage.storage
+
+import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
+
+/**
+ * Picks the checkpoint storage of a session, with Flink's precedence
+ * (`CheckpointStorageLoader.load`):
+ *  1. a storage set in code (encoded under `spark.sql.streaming.checkpointStorage.app.*`),
+ *     completed from configuration where it left values unset;
+ *  2. the storage named in `spark.sql.streaming.checkpointStorage`: `driver`, `filesystem`
+ *     or the class name of a [[CheckpointStorageFactory]];
+ *  3. the default: `filesystem` when a checkpoint directory is known
+ *     (`spark.sql.streaming.checkpointStorage.checkpointPath` or
+ *     `spark.sql.streaming.checkpointLocation`), else `driver`.
+ */
+object CheckpointStorageLoader {
+
+  def load(conf: String => Option[String]): CheckpointStorage = {
+    val clean: String => Option[String] = k => conf(k).map(_.trim).filter(_.nonEmpty)
+    fromApplication(clean).map(_.configure(clean))
+      .orElse(clean(Storage).map(fromName(_, clean)))
+      .getOrElse(default(clean))
+  }
+
+  def load(conf: Map[String, String]): CheckpointStorage = load(conf.get _)
+
+  private def fromApplication(conf: String => Option[String]): Option[CheckpointStorage] = {
+    def app(k: String) = conf(AppPrefix + k)
+    app("kind").map {
+      case DriverCheckpointStorage.Name =>
+        DriverCheckpointStorage(app("checkpointPath"), app("maxStateSize").map(_.toInt), app("savepointPath"))
+      case FileSystemCheckpointStorage.Name =>
+        FileSystemCheckpointStorage(app("checkpointPath").getOrElse(throw new IllegalArgumentException(
+          s"${AppPrefix}checkpointPath is missing for the file system checkpoint storage set in code")),
+          app("fileStateSizeThreshold").map(_.toInt), app("writeBufferSize").map(_.toInt), app("savepointPath"))
+      case className => fromName(className, conf)
+    }
+  }
+
+  private def fromName(name: String, conf: String => Option[String]): CheckpointStorage =
+    name.toLowerCase(java.util.Locale.ROOT) match {
+      case DriverCheckpointStorage.Name | "jobmanager" => DriverCheckpointStorage().configure(conf)
+      case FileSystemCheckpointStorage.Name =>
+        val path = checkpointDir(conf).getOrElse(throw new IllegalArgumentException(
+          s"$Storage=filesystem needs a checkpoint directory: set $CheckpointPath (or " +
+            s"$SparkCheckpointLocation)"))
+        FileSystemCheckpointStorage(path).configure(conf)
+      case _ => fromClass(name, conf)
+    }
+
+  private def fromClass(className: String, conf: String => Option[String]): CheckpointStorage = {
+    val loader = Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)
+    val cls = try Class.forName(className, true, loader) catch {
+      case e: ClassNotFoundException => throw new IllegalArgumentException(
+        s"Cannot load the checkpoint storage '$className' set in $Storage: use 'driver', " +
+          "'filesystem', or the name of a class on the classpath implementing " +
+          s"${classOf[CheckpointStorageFactory].getName}", e)
+    }
+    cls.getDeclaredConstructor().newInstance() match {
+      case f: CheckpointStorageFactory => f.createFromConfig(conf)
+      case s: CheckpointStorage => s.configure(conf)
+      case other => throw new IllegalArgumentException(s"The class '$className' set in $Storage is " +
+        s"neither a ${classOf[CheckpointStorageFactory].getName} nor a ${classOf[CheckpointStorage].getName}")
+    }
+  }
+
+  private def default(conf: String => Option[String]): CheckpointStorage =
+    checkpointDir(conf) match {
+      case Some(dir) => FileSystemCheckpointStorage(dir).configure(conf)
+      case None => DriverCheckpointStorage().configure(conf)
+    }
+
+  private def checkpointDir(conf: String => Option[String]): Option[String] =
+    conf(CheckpointPath).orElse(conf(SparkCheckpointLocation))
+}

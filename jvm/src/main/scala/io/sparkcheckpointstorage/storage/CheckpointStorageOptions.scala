@@ -1,0 +1,42 @@
+package io.sparkcheckpointstorage.storage
+
+import org.apache.spark.network.util.JavaUtils
+
+/**
+ * The configuration keys of the checkpoint storages. They are SQL confs
+ * (`spark.sql.streaming...`), so Spark copies session values into the Hadoop configuration
+ * that reaches every checkpoint file manager, on the driver and on executors.
+ */
+object CheckpointStorageOptions {
+  val Prefix = "spark.sql.streaming.checkpointStorage"
+
+  /** `driver`, `filesystem`, or the class name of a [[CheckpointStorageFactory]]. Flink: `state.checkpoint-storage`. */
+  val Storage: String = Prefix
+  /** Default checkpoint location of queries and of the storage. Flink: `state.checkpoints.dir`. */
+  val CheckpointPath = s"$Prefix.checkpointPath"
+  /** Default savepoint target. Flink: `state.savepoints.dir`. */
+  val SavepointPath = s"$Prefix.savepointPath"
+  /** Largest state file the driver storage accepts. */
+  val MaxStateSize = s"$Prefix.maxStateSize"
+  /** State files up to this size are packed inline. Flink: `state.storage.fs.memory-threshold`. */
+  val FileStateSizeThreshold = s"$Prefix.fileStateSizeThreshold"
+  /** Buffer of the executor's state file streams. Flink: `state.storage.fs.write-buffer-size`. */
+  val WriteBufferSize = s"$Prefix.writeBufferSize"
+  /** Bound on the inline state bytes the driver holds in heap, over all queries. */
+  val DriverMaxTotalInlineSize = s"$Prefix.driver.maxTotalInlineSize"
+  /** `RETAIN_ON_CANCELLATION` (default) or `DELETE_ON_CANCELLATION`. */
+  val ExternalizedCleanup = s"$Prefix.externalizedCleanup"
+
+  /** The storage set in code (Python `set_checkpoint_storage`), encoded under this prefix; wins over [[Storage]]. */
+  val AppPrefix = s"$Prefix.app."
+
+  /** Spark's default checkpoint root of queries. */
+  val SparkCheckpointLocation = "spark.sql.streaming.checkpointLocation"
+
+  /** Sizes as Spark writes them: `20k`, `5m`, `1048576`. */
+  def parseBytes(key: String, value: String): Long =
+    try JavaUtils.byteStringAsBytes(value.trim) catch {
+      case e: NumberFormatException => throw new IllegalArgumentException(
+        s"$key must be a size such as 20k, 5m or 1048576, got '$value'", e)
+    }
+}
