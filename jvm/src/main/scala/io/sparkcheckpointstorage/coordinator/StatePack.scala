@@ -1,0 +1,124 @@
+package io.sparkcheckpointstorage.coordinator
+
+import java.io.{ByteArrayOutputStream, DataInputStream, DataOutputStream, EOFException, IOException, InputStream, OutputStream}
+import java.nio.charset.StandardCharsets
+import java.util.zip.CRC32
+
+/** One inline state file inside a pack. */
+final case class PackEntry(relPath: String, offset: Long, length: Int, crc: Int)
+
+/** What a pack records: the files it holds and the inline files deleted since the last pack. */
+final case class PackIndex(batchId: Long, queryId: String, entries: Seq[PackEntry], deleted: Seq[String])
+
+/** A pack file is damaged or belongs elsewhere; the message names the file. */
+class CorruptPackException(val pack: String, reason: String, cause: Throwable = null)
+  extends IOException(s"State pack $pack is unusable: $reason. The inline state it holds " +
+    "cannot be restored; restore the file from a backup or restart the query from a savepoint " +
+    "or a new checkpoint location.", cause)
+
+/**
+ * The file that holds a batch's inline state files, written by the driver before the batch
+ * commits (Flink: the `_metadata` file with `ByteStreamStateHandle`s inside).
+ *
+ * {{{
+ *   "SCSPACK1", batch id long, query id UTF
+ *   the files' bytes, back to back
+ *   index: count int, then per file: path relative to the checkpoint root UTF, offset long,
+ *          length int, CRC-32 int; deleted count int, then paths UTF
+ *   footer: index offset long, "SCSPACK1"
+ * }}}
+ *
+ * Paths are relative to the checkpoint root, so a copied checkpoint (a savepoint) still reads.
+ */
+object StatePack {
+  val Magic: Array[Byte] = "SCSPACK1".getBytes(StandardCharsets.US_ASCII)
+  private val FooterSize = 8 + Magic.length
+
+  def fileName(batchId: Long): String = s"$batchId.pack"
+
+  private val Name = """^(\d+)\.pack$""".r
+  def batchOf(fileName: String): Option[Long] = fileName match {
+    case Name(b) => Some(b.toLong)
+    case _ => None
+  }
+
+  /** Writes a pack; returns its index (offsets in the written file). */
+  def write(out: OutputStream, batchId: Long, queryId: String,
+      files: Seq[(String, Array[Byte])], deleted: Seq[String]): PackIndex = {
+    val data = new DataOutputStream(out)
+    data.write(Magic)
+    data.writeLong(batchId)
+    data.writeUTF(queryId)
+    var offset = data.size().toLong
+    val entries = files.map { case (rel, bytes) =>
+      data.write(bytes)
+      val crc = new CRC32()
+      crc.update(bytes)
+      val e = PackEntry(rel, offset, bytes.length, crc.getValue.toInt)
+      offset += bytes.length
+      e
+    }
+    val indexOffset = offset
+    data.writeInt(entries.size)
+    entries.foreach { e =>
+      data.writeUTF(e.relPath); data.writeLong(e.offset); data.writeInt(e.length); data.writeInt(e.crc)
+    }
+    data.writeInt(deleted.size)
+    deleted.foreach(data.writeUTF)
+    data.writeLong(indexOffset)
+    data.write(Magic)
+    data.flush()
+    PackIndex(batchId, queryId, entries, deleted)
+  }
+
+  /** Reads a pack's index from its whole content (packs are small: inline files only). */
+  def readIndex(bytes: Array[Byte], pack: String): PackIndex = {
+    try {
+      if (bytes.length < Magic.length + FooterSize ||
+          !java.util.Arrays.equals(bytes.slice(0, Magic.length), Magic) ||
+          !java.util.Arrays.equals(bytes.slice(bytes.length - Magic.length, bytes.length), Magic)) {
+        throw new CorruptPackException(pack, "it does not start and end with the pack header " +
+          "(truncated, or not a pack)")
+      }
+      val head = new DataInputStream(new java.io.ByteArrayInputStream(bytes))
+      head.skipBytes(Magic.length)
+      val batchId = head.readLong()
+      val queryId = head.readUTF()
+      val indexOffset = java.nio.ByteBuffer.wrap(bytes, bytes.length - FooterSize, 8).getLong
+      if (indexOffset < 0 || indexOffset > bytes.length - FooterSize) {
+        throw new CorruptPackException(pack, s"its index offset $indexOffset is out of range")
+      }
+      val in = new DataInputStream(new java.io.ByteArrayInputStream(bytes, indexOffset.toInt,
+        bytes.length - FooterSize - indexOffset.toInt))
+      val entries = (0 until in.readInt()).map { _ =>
+        val e = PackEntry(in.readUTF(), in.readLong(), in.readInt(), in.readInt())
+        if (e.offset < 0 || e.offset + e.length > indexOffset) {
+          throw new CorruptPackException(pack, s"entry ${e.relPath} lies outside the data section")
+        }
+        e
+      }
+      val deleted = (0 until in.readInt()).map(_ => in.readUTF())
+      PackIndex(batchId, queryId, entries, deleted)
+    } catch {
+      case e: CorruptPackException => throw e
+      case e @ (_: EOFException | _: IOException | _: RuntimeException) =>
+        throw new CorruptPackException(pack, s"its index cannot be read ($e)", e)
+    }
+  }
+
+  /** Checks and returns the bytes of one entry read from a pack. */
+  def verify(bytes: Array[Byte], pack: String, relPath: String, crc: Int): Array[Byte] = {
+    val c = new CRC32()
+    c.update(bytes)
+    if (c.getValue.toInt != crc) {
+      throw new CorruptPackException(pack, s"the bytes of $relPath do not match their checksum")
+    }
+    bytes
+  }
+
+  def readAll(in: InputStream): Array[Byte] = {
+    val out = new ByteArrayOutputStream()
+    in.transferTo(out)
+    out.toByteArray
+  }
+}

@@ -1,0 +1,97 @@
+package io.sparkcheckpointstorage.filemanager
+
+import java.io.{FileNotFoundException, OutputStream}
+import java.nio.file.{Files, NoSuchFileException, Paths}
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager
+
+/**
+ * File operations of the checkpoint storages on any Hadoop file system, with the local file
+ * system served by the JDK (see [[LocalAtomicOutputStream]] for why).
+ */
+object CheckpointFiles {
+  /** File systems without an atomic rename: write the final path directly (visible on close). */
+  val NoAtomicRename: Set[String] = Set("s3", "s3a", "s3n", "gs", "oss", "cos", "cosn", "obs")
+
+  def isLocal(path: Path): Boolean = {
+    val scheme = path.toUri.getScheme
+    scheme == null || scheme == "file"
+  }
+
+  def localPath(path: Path): java.nio.file.Path = Paths.get(path.toUri.getPath)
+
+  /** An atomic output stream for `path`: renamed into place on close, dropped on cancel. */
+  def createAtomic(path: Path, overwrite: Boolean, conf: Configuration): CancellableFSDataOutputStream = {
+    if (isLocal(path)) {
+      LocalAtomicOutputStream(localPath(path), overwrite)
+    } else if (NoAtomicRename.contains(path.toUri.getScheme)) {
+      new DirectOutputStream(path, overwrite, conf)
+    } else {
+      new FileContextBasedCheckpointFileManager(path.getParent, conf).createAtomic(path, overwrite)
+    }
+  }
+
+  def writeAtomic(path: Path, overwrite: Boolean, conf: Configuration)(body: OutputStream => Unit): Unit = {
+    val out = createAtomic(path, overwrite, conf)
+    try {
+      body(out)
+      out.close()
+    } catch {
+      case NonFatal(e) =>
+        try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        throw e
+    }
+  }
+
+  /** The whole content of a small file, None when it does not exist. */
+  def readSmall(path: Path, conf: Configuration): Option[Array[Byte]] = {
+    if (isLocal(path)) {
+      try Some(Files.readAllBytes(localPath(path))) catch { case _: NoSuchFileException => None }
+    } else {
+      val fs = path.getFileSystem(conf)
+      try {
+        val in = fs.open(path)
+        try Some(in.readAllBytes()) finally in.close()
+      } catch { case _: FileNotFoundException => None }
+    }
+  }
+
+  /** `length` bytes at `offset` of `path`. */
+  def readRange(path: Path, offset: Long, length: Int, conf: Configuration): Array[Byte] = {
+    val bytes = new Array[Byte](length)
+    val in = path.getFileSystem(conf).open(path)
+    try in.readFully(offset, bytes) finally in.close()
+    bytes
+  }
+
+  def listNames(dir: Path, conf: Configuration): Seq[String] = {
+    val fs = dir.getFileSystem(conf)
+    try fs.listStatus(dir).toSeq.map(_.getPath.getName) catch { case _: FileNotFoundException => Nil }
+  }
+
+  def delete(path: Path, conf: Configuration): Unit = {
+    if (isLocal(path)) Files.deleteIfExists(localPath(path))
+    else path.getFileSystem(conf).delete(path, false)
+  }
+
+  /** For object stores: the object appears complete on close, nothing appears on cancel. */
+  private final class DirectOutputStream(path: Path, overwrite: Boolean, conf: Configuration)
+    extends CancellableFSDataOutputStream(path.getFileSystem(conf).create(path, overwrite)) {
+    private var cancelled = false
+    override def cancel(): Unit = {
+      cancelled = true
+      // S3A publishes the object on close: abort the upload where supported, else delete.
+      try underlyingStream match {
+        case a: org.apache.hadoop.fs.Abortable => a.abort()
+        case _ => super.close(); path.getFileSystem(conf).delete(path, false)
+      } catch { case NonFatal(_) => }
+    }
+    override def close(): Unit = if (!cancelled) super.close()
+  }
+}

@@ -1,0 +1,35 @@
+package io.sparkcheckpointstorage.filemanager
+
+import org.apache.hadoop.fs.Path
+
+/**
+ * Reads a checkpoint path the way Spark lays checkpoints out:
+ * `<root>/state/<operator>/<partition>[/<store>]/<file>` for state,
+ * `<root>/commits/<batch>` for the commit log.
+ */
+object StatePaths {
+  private val StateFile = """^(.+)/state/(\d+)/(\d+)(/.*)?$""".r
+  private val CommitFile = """^(.+)/commits/(\d+)$""".r
+
+  /** (checkpoint root, path relative to the root) of a path inside a state directory. */
+  def splitState(path: Path): Option[(String, String)] = path.toString match {
+    case StateFile(root, op, part, rest) => Some((root, s"state/$op/$part${Option(rest).getOrElse("")}"))
+    case _ => None
+  }
+
+  /** (checkpoint root, batch id) of a commit log entry. */
+  def commit(path: Path): Option[(String, Long)] = path.toString match {
+    case CommitFile(root, batch) => Some((root, batch.toLong))
+    case _ => None
+  }
+
+  /** The state directory of a root or inside it (`<root>/state`, `<root>/state/0`, ...). */
+  def stateDirRoot(path: Path): Option[(String, String)] = {
+    val s = path.toString
+    val i = s.lastIndexOf("/state")
+    if (i > 0 && (s.length == i + 6 || s.charAt(i + 6) == '/')) Some((s.substring(0, i), s.substring(i + 1)))
+    else None
+  }
+
+  def packDir(root: String): Path = new Path(root, "state-packs")
+}

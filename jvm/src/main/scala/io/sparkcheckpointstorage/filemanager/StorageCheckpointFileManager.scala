@@ -1,0 +1,122 @@
+package io.sparkcheckpointstorage.filemanager
+
+import java.io.ByteArrayInputStream
+import java.nio.file.Files
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, Path, PathFilter, PositionedReadable, Seekable}
+
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+
+import io.sparkcheckpointstorage.coordinator._
+import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader}
+
+/**
+ * The raw-bytes storage of checkpoints (Flink: `CheckpointStreamFactory`), set with
+ * `spark.sql.streaming.checkpointFileManagerClass=io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager`.
+ *
+ * State files (`<checkpoint>/state/...`) go where the checkpoint storage places them:
+ * inline to the driver's coordinator, or to files of their own. Every other checkpoint file
+ * (offsets, commits, metadata) is written as a file; creating `commits/<N>` first makes the
+ * batch's inline state durable, so a commit is never visible without its state. Reads,
+ * listings and deletes see inline and real files alike, so a state store provider cannot
+ * tell the difference.
+ */
+class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
+
+  private lazy val storage: CheckpointStorage = CheckpointStorageLoader.load(k => Option(hadoopConf.get(k)))
+  private lazy val fs = path.getFileSystem(hadoopConf)
+
+  override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
+    StatePaths.splitState(p) match {
+      case Some((root, rel)) =>
+        if (!overwriteIfPossible && exists(p)) {
+          throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
+        }
+        new InlineOrFileOutputStream(storage, root, rel, p, overwriteIfPossible, hadoopConf)
+      case None =>
+        StatePaths.commit(p).foreach { case (root, batch) =>
+          CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
+        }
+        CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
+    }
+
+  override def open(p: Path): FSDataInputStream = {
+    val inline = StatePaths.splitState(p).map { case (root, rel) => CoordinatorClient.ask(GetInline(root, rel)) }
+    inline match {
+      case Some(InlineBytes(bytes)) => new FSDataInputStream(new BytesInputStream(bytes))
+      case Some(InPack(pack, offset, length, crc)) =>
+        val packPath = new Path(pack)
+        val bytes = StatePack.verify(CheckpointFiles.readRange(packPath, offset, length, hadoopConf),
+          pack, p.toString, crc)
+        new FSDataInputStream(new BytesInputStream(bytes))
+      case _ => fs.open(p)
+    }
+  }
+
+  override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
+    val real = if (fs.exists(dir)) fs.listStatus(dir, filter) else Array.empty[FileStatus]
+    val inline = StatePaths.stateDirRoot(dir).toSeq.flatMap { case (root, relDir) =>
+      CoordinatorClient.ask(ListInline(root, relDir)) match {
+        case Listing(files) => files.map { case (rel, len) =>
+          new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
+        }.filter(s => filter.accept(s.getPath))
+        case _ => Nil
+      }
+    }
+    val inlineNames = inline.map(_.getPath.getName).toSet
+    real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
+  }
+
+  override def mkdirs(p: Path): Unit = {
+    if (CheckpointFiles.isLocal(p)) Files.createDirectories(CheckpointFiles.localPath(p))
+    else fs.mkdirs(p)
+  }
+
+  override def exists(p: Path): Boolean = {
+    val inline = StatePaths.splitState(p).exists { case (root, rel) =>
+      CoordinatorClient.ask(ExistsInline(root, rel)) == IsInline
+    }
+    inline || fs.exists(p)
+  }
+
+  override def delete(p: Path): Unit = {
+    StatePaths.splitState(p).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
+    if (CheckpointFiles.isLocal(p)) {
+      val local = CheckpointFiles.localPath(p)
+      if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
+    } else {
+      fs.delete(p, true)
+    }
+  }
+
+  override def isLocal: Boolean = CheckpointFiles.isLocal(path)
+
+  override def createCheckpointDirectory(): Path = {
+    mkdirs(path)
+    path
+  }
+}
+
+/** An in-memory file, readable where Hadoop expects a seekable stream. */
+private final class BytesInputStream(bytes: Array[Byte])
+  extends ByteArrayInputStream(bytes) with Seekable with PositionedReadable {
+  override def seek(pos: Long): Unit = {
+    if (pos < 0 || pos > bytes.length) throw new java.io.EOFException(s"Cannot seek to $pos of ${bytes.length}")
+    this.pos = pos.toInt
+  }
+  override def getPos: Long = pos
+  override def seekToNewSource(targetPos: Long): Boolean = false
+  override def read(position: Long, buffer: Array[Byte], offset: Int, length: Int): Int = {
+    if (position >= bytes.length) return -1
+    val n = math.min(length, bytes.length - position.toInt)
+    System.arraycopy(bytes, position.toInt, buffer, offset, n)
+    n
+  }
+  override def readFully(position: Long, buffer: Array[Byte], offset: Int, length: Int): Unit = {
+    if (position + length > bytes.length) throw new java.io.EOFException("Read past the end")
+    System.arraycopy(bytes, position.toInt, buffer, offset, length)
+  }
+  override def readFully(position: Long, buffer: Array[Byte]): Unit = readFully(position, buffer, 0, buffer.length)
+}
