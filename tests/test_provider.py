@@ -11,6 +11,8 @@ from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
 SCHEMA = "k long, v long"
+SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
+                      "FileContextBasedCheckpointFileManager")
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +21,9 @@ def spark():
                .config("spark.sql.shuffle.partitions", 2)
                .config("spark.ui.enabled", "false")
                .config("spark.sql.streaming.stateStore.providerClass", HEAP)
+               # The provider alone, writing through Spark's own checkpoint file manager:
+               # where the bytes go is the storages' business (tests/test_storages.py).
+               .config("spark.sql.streaming.checkpointFileManagerClass", SPARK_FILE_MANAGER)
                # Snapshots every 2 versions, maintenance often: exercises both in seconds.
                .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 2)
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "200ms"))
@@ -56,7 +61,7 @@ class Query:
 
     def feed(self, rows):
         self.rows += rows
-        self.spark.createDataFrame(rows, SCHEMA).write.mode("append").parquet(self.source)
+        self.spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode("append").parquet(self.source)
         self.query.processAllAvailable()
         return self.query.lastProgress
 

@@ -2,21 +2,45 @@
 Session configuration: the analog of PyFlink's ``env.get_checkpoint_config()`` and of
 delta's ``configure_spark_with_delta_pip``.
 """
-from typing import Any
+from typing import Any, Dict
 
 from spark_checkpoint_storage.bundled_jar import bundled_jar_path
 
-__all__ = ["configure_spark_with_checkpoint_storage"]
+__all__ = ["configure_spark_with_checkpoint_storage", "PLUGIN_CONFS"]
+
+PROVIDER_CLASS = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
+PLUGIN_CLASS = "io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin"
+FILE_MANAGER_CLASS = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
+
+#: Every setting the plugin needs besides the jar: the state store provider, the checkpoint
+#: file manager that places state bytes, and the Spark plugin that runs the coordinator.
+PLUGIN_CONFS: Dict[str, str] = {
+    "spark.sql.streaming.stateStore.providerClass": PROVIDER_CLASS,
+    "spark.sql.streaming.checkpointFileManagerClass": FILE_MANAGER_CLASS,
+}
+
+
+def _append_list(options: Dict[str, Any], key: str, value: str) -> str:
+    existing = [v.strip() for v in str(options.get(key, "")).split(",") if v.strip()]
+    if value not in existing:
+        existing.append(value)
+    return ",".join(existing)
 
 
 def configure_spark_with_checkpoint_storage(builder: Any) -> Any:
     """
-    Puts the jar bundled with this package on the classpath of the driver and of every
-    executor of the session ``builder`` will create, and returns the builder.
+    Configures the session ``builder`` will create for spark-checkpoint-storage, and returns
+    the builder:
 
-    The jar is added to ``spark.jars`` (keeping any jars already listed there), which Spark
-    puts on the driver's classpath at start-up and ships to the executors, so no network
-    access is needed.
+    * the jar bundled with this package goes on the classpath of the driver and every
+      executor (``spark.jars``; Spark ships it, no network access needed);
+    * the coordinator plugin is added to ``spark.plugins``;
+    * ``HeapStateStoreProvider`` and ``StorageCheckpointFileManager`` are set, unless the
+      builder already names others.
+
+    Which checkpoint storage the queries use follows the configuration
+    (``spark.sql.streaming.checkpointStorage``; default: file system when a checkpoint
+    directory is known, else driver heap).
 
     Example:
     ::
@@ -29,9 +53,10 @@ def configure_spark_with_checkpoint_storage(builder: Any) -> Any:
     :param builder: a ``pyspark.sql.SparkSession.Builder``.
     :return: the same builder, configured.
     """
-    jar = bundled_jar_path()
     options = getattr(builder, "_options", {})
-    existing = [j for j in str(options.get("spark.jars", "")).split(",") if j.strip()]
-    if jar not in existing:
-        existing.append(jar)
-    return builder.config("spark.jars", ",".join(existing))
+    builder = builder.config("spark.jars", _append_list(options, "spark.jars", bundled_jar_path()))
+    builder = builder.config("spark.plugins", _append_list(options, "spark.plugins", PLUGIN_CLASS))
+    for key, value in PLUGIN_CONFS.items():
+        if key not in options:
+            builder = builder.config(key, value)
+    return builder

@@ -25,7 +25,16 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLo
  */
 class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
 
-  private lazy val storage: CheckpointStorage = CheckpointStorageLoader.load(k => Option(hadoopConf.get(k)))
+  /** The storage serving the query whose checkpoint is `root`. */
+  private def storageFor(root: String): CheckpointStorage = {
+    if (cachedStorage == null || cachedRoot != root) {
+      cachedStorage = CheckpointStorageLoader.load(k => Option(hadoopConf.get(k)), Some(root))
+      cachedRoot = root
+    }
+    cachedStorage
+  }
+  private var cachedStorage: CheckpointStorage = _
+  private var cachedRoot: String = _
   private lazy val fs = path.getFileSystem(hadoopConf)
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
@@ -34,7 +43,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
-        new InlineOrFileOutputStream(storage, root, rel, p, overwriteIfPossible, hadoopConf)
+        new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
       case None =>
         StatePaths.commit(p).foreach { case (root, batch) =>
           CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))

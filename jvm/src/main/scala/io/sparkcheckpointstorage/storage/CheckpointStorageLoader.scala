@@ -10,16 +10,21 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
  *  2. the storage named in `spark.sql.streaming.checkpointStorage`: `driver`, `filesystem`
  *     or the class name of a [[CheckpointStorageFactory]];
  *  3. the default: `filesystem` when a checkpoint directory is known
- *     (`spark.sql.streaming.checkpointStorage.checkpointPath` or
- *     `spark.sql.streaming.checkpointLocation`), else `driver`.
+ *     (`spark.sql.streaming.checkpointStorage.checkpointPath`,
+ *     `spark.sql.streaming.checkpointLocation`, or the checkpoint location of the query whose
+ *     state is being written), else `driver`.
  */
 object CheckpointStorageLoader {
 
-  def load(conf: String => Option[String]): CheckpointStorage = {
+  /**
+   * @param queryCheckpoint the checkpoint location of the query the storage serves, when known
+   */
+  def load(conf: String => Option[String], queryCheckpoint: Option[String] = None): CheckpointStorage = {
     val clean: String => Option[String] = k => conf(k).map(_.trim).filter(_.nonEmpty)
+    val dir = checkpointDir(clean).orElse(queryCheckpoint)
     fromApplication(clean).map(_.configure(clean))
-      .orElse(clean(Storage).map(fromName(_, clean)))
-      .getOrElse(default(clean))
+      .orElse(clean(Storage).map(fromName(_, clean, dir)))
+      .getOrElse(default(clean, dir))
   }
 
   def load(conf: Map[String, String]): CheckpointStorage = load(conf.get _)
@@ -33,15 +38,15 @@ object CheckpointStorageLoader {
         FileSystemCheckpointStorage(app("checkpointPath").getOrElse(throw new IllegalArgumentException(
           s"${AppPrefix}checkpointPath is missing for the file system checkpoint storage set in code")),
           app("fileStateSizeThreshold").map(_.toInt), app("writeBufferSize").map(_.toInt), app("savepointPath"))
-      case className => fromName(className, conf)
+      case className => fromName(className, conf, checkpointDir(conf))
     }
   }
 
-  private def fromName(name: String, conf: String => Option[String]): CheckpointStorage =
+  private def fromName(name: String, conf: String => Option[String], dir: Option[String]): CheckpointStorage =
     name.toLowerCase(java.util.Locale.ROOT) match {
       case DriverCheckpointStorage.Name | "jobmanager" => DriverCheckpointStorage().configure(conf)
       case FileSystemCheckpointStorage.Name =>
-        val path = checkpointDir(conf).getOrElse(throw new IllegalArgumentException(
+        val path = dir.getOrElse(throw new IllegalArgumentException(
           s"$Storage=filesystem needs a checkpoint directory: set $CheckpointPath (or " +
             s"$SparkCheckpointLocation)"))
         FileSystemCheckpointStorage(path).configure(conf)
@@ -64,8 +69,8 @@ object CheckpointStorageLoader {
     }
   }
 
-  private def default(conf: String => Option[String]): CheckpointStorage =
-    checkpointDir(conf) match {
+  private def default(conf: String => Option[String], dir: Option[String]): CheckpointStorage =
+    dir match {
       case Some(dir) => FileSystemCheckpointStorage(dir).configure(conf)
       case None => DriverCheckpointStorage().configure(conf)
     }
