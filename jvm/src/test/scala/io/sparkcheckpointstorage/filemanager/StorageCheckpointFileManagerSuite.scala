@@ -1,0 +1,175 @@
+package io.sparkcheckpointstorage.filemanager
+
+import java.io.File
+import java.nio.charset.StandardCharsets
+import java.nio.file.Files
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.scalatest.BeforeAndAfterEach
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
+import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
+
+/** The file manager and the driver coordinator together, in one JVM (the driver's view). */
+class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterEach {
+  private var dir: File = _
+  private var root: String = _
+
+  override def beforeEach(): Unit = {
+    dir = Files.createTempDirectory("scs-fm").toFile
+    root = new Path(dir.getAbsolutePath).toUri.toString.stripSuffix("/")
+    Files.write(new File(dir, "metadata").toPath, """{"id":"query-1"}""".getBytes(StandardCharsets.UTF_8))
+    restartDriver()
+  }
+
+  override def afterEach(): Unit = {
+    CheckpointCoordinator.driverInstance = None
+    org.apache.commons.io.FileUtils.deleteQuietly(dir)
+  }
+
+  private def conf(settings: (String, String)*): Configuration = {
+    val c = new Configuration()
+    (Seq(Storage -> "filesystem", FileStateSizeThreshold -> "100") ++ settings).foreach { case (k, v) => c.set(k, v) }
+    c
+  }
+
+  /** A new coordinator: what a restarted driver has. */
+  private def restartDriver(maxHeld: Long = Long.MaxValue): Unit =
+    CheckpointCoordinator.driverInstance = Some(new CheckpointCoordinator(new Configuration(), maxHeld))
+
+  private def fm(c: Configuration = conf()) = new StorageCheckpointFileManager(new Path(s"$root/state/0/0"), c)
+  private def statePath(name: String) = new Path(s"$root/state/0/0/$name")
+  private def onDisk(rel: String) = new File(dir, rel).exists()
+
+  private def write(m: StorageCheckpointFileManager, name: String, size: Int, fill: Byte = 1): Unit = {
+    val out = m.createAtomic(statePath(name), true)
+    out.write(Array.fill[Byte](size)(fill))
+    out.close()
+  }
+
+  private def read(m: StorageCheckpointFileManager, name: String): Array[Byte] = {
+    val in = m.open(statePath(name))
+    try in.readAllBytes() finally in.close()
+  }
+
+  private def commit(m: StorageCheckpointFileManager, batch: Long): Unit = {
+    val c = new StorageCheckpointFileManager(new Path(s"$root/commits"), conf())
+    val out = c.createAtomic(new Path(s"$root/commits/$batch"), false)
+    out.write("v1".getBytes(StandardCharsets.UTF_8))
+    out.close()
+  }
+
+  test("at the threshold a state file goes inline, one byte over it is a file of its own") {
+    val m = fm()
+    write(m, "1.heap-delta", 100)
+    write(m, "2.heap-delta", 101)
+    assert(!onDisk("state/0/0/1.heap-delta"))
+    assert(onDisk("state/0/0/2.heap-delta"))
+    assert(read(m, "1.heap-delta").length == 100)
+    assert(read(m, "2.heap-delta").length == 101)
+    assert(m.list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSet == Set("1.heap-delta", "2.heap-delta"))
+    assert(m.exists(statePath("1.heap-delta")) && !m.exists(statePath("3.heap-delta")))
+  }
+
+  test("commits/N makes the inline state durable first: one pack, restored by a new driver") {
+    val m = fm()
+    write(m, "1.heap-delta", 10, 7)
+    write(m, "2.heap-delta", 20, 8)
+    assert(!onDisk("state-packs"))
+    commit(m, 0)
+    assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
+    assert(onDisk("commits/0"))
+    restartDriver()
+    assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](10)(7))
+    assert(read(fm(), "2.heap-delta").toSeq == Seq.fill[Byte](20)(8))
+  }
+
+  test("deletes are durable too, and packs whose files are all gone are deleted") {
+    val m = fm()
+    write(m, "1.heap-delta", 10)
+    commit(m, 0)
+    write(m, "2.heap-delta", 10)
+    m.delete(statePath("1.heap-delta"))
+    commit(m, 1)
+    assert(new File(dir, "state-packs").list().toSeq == Seq("2.pack"), "pack 1 holds nothing live")
+    restartDriver()
+    assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("2.heap-delta"))
+  }
+
+  test("a corrupt pack fails the restore with an error naming the pack") {
+    val m = fm()
+    write(m, "1.heap-delta", 50)
+    commit(m, 0)
+    val pack = new File(dir, "state-packs/1.pack")
+    val bytes = Files.readAllBytes(pack.toPath)
+    bytes(30) = (bytes(30) ^ 0x55).toByte
+    Files.write(pack.toPath, bytes)
+    restartDriver()
+    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    assert(e.getMessage.contains("1.pack"), e.getMessage)
+  }
+
+  test("a truncated pack fails with an error naming the pack") {
+    val m = fm()
+    write(m, "1.heap-delta", 50)
+    commit(m, 0)
+    val pack = new File(dir, "state-packs/1.pack")
+    val bytes = Files.readAllBytes(pack.toPath)
+    Files.write(pack.toPath, bytes.take(bytes.length - 3))
+    restartDriver()
+    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    assert(e.getMessage.contains("1.pack") && e.getMessage.contains("truncated"), e.getMessage)
+  }
+
+  test("a pack from another query's checkpoint is refused") {
+    val m = fm()
+    write(m, "1.heap-delta", 50)
+    commit(m, 0)
+    Files.write(new File(dir, "metadata").toPath, """{"id":"query-2"}""".getBytes(StandardCharsets.UTF_8))
+    restartDriver()
+    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    assert(e.getMessage.contains("belongs to query query-1"), e.getMessage)
+  }
+
+  test("heap-only driver state cannot be resumed by a new driver") {
+    val m = fm(conf(Storage -> "driver"))
+    write(m, "1.heap-delta", 10)
+    commit(m, 0)
+    assert(!onDisk("state-packs"))
+    restartDriver()
+    val e = intercept[Exception](fm(conf(Storage -> "driver")).list(new Path(s"$root/state/0/0")))
+    assert(e.getMessage.contains("is gone") && e.getMessage.contains("checkpoint path"), e.getMessage)
+  }
+
+  test("the driver's total inline bytes are bounded with a clear error") {
+    restartDriver(maxHeld = 150)
+    val m = fm(conf(Storage -> "driver"))
+    write(m, "1.heap-delta", 100)
+    val e = intercept[Exception](write(m, "2.heap-delta", 100))
+    assert(e.getMessage.contains(DriverMaxTotalInlineSize), e.getMessage)
+    assert(e.getMessage.contains("limit of 150 bytes"))
+  }
+
+  test("driver storage over its max state size fails at close with the exact size") {
+    val m = fm(conf(Storage -> "driver", MaxStateSize -> "100"))
+    write(m, "1.heap-delta", 100)
+    val e = intercept[Exception](write(m, "2.heap-delta", 1000))
+    assert(e.getMessage.contains("Size=1000, maxSize=100"), e.getMessage)
+  }
+
+  test("non-state files are plain files; the local writer refuses to overwrite when asked") {
+    val m = new StorageCheckpointFileManager(new Path(s"$root/offsets"), conf())
+    val out = m.createAtomic(new Path(s"$root/offsets/0"), false)
+    out.write(1)
+    out.close()
+    assert(onDisk("offsets/0"))
+    intercept[org.apache.hadoop.fs.FileAlreadyExistsException](m.createAtomic(new Path(s"$root/offsets/0"), false).close())
+    val cancelled = m.createAtomic(new Path(s"$root/offsets/1"), false)
+    cancelled.write(1)
+    cancelled.cancel()
+    assert(!onDisk("offsets/1"))
+    assert(new File(dir, "offsets").list().toSeq == Seq("0"), "no temp files left behind")
+  }
+}
