@@ -47,7 +47,8 @@ def child(args) -> int:
         builder = builder.config(k, v)
     spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    inputs = write_inputs(spark, w, os.path.join(args.workdir, "input-%s" % w.name))
+    inputs = write_inputs(spark, w, os.path.join(args.workdir, "input-%s-%dk-%dx%d" % (
+        w.name, w.keys // 1000, w.batches, w.rows_per_batch)))
     run_dir = os.path.join(args.workdir, "run-%s-%s" % (w.name, args.variant))
     shutil.rmtree(run_dir, ignore_errors=True)
     source, checkpoint = os.path.join(run_dir, "source"), os.path.join(run_dir, "checkpoint")
