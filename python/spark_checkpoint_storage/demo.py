@@ -13,10 +13,20 @@ from spark_checkpoint_storage._version import __version__
 
 BUILT_IN = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
+SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
+                      "FileContextBasedCheckpointFileManager")
+OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+STORAGE = "spark.sql.streaming.checkpointStorage"
 
+#: (label, session settings of the run); the first is the baseline.
 RUNS = [
-    ("Spark default (HDFSBacked)", BUILT_IN),
-    ("HeapStateStoreProvider", HEAP),
+    ("Spark default (HDFSBacked)", {PROVIDER: BUILT_IN, FILE_MANAGER: SPARK_FILE_MANAGER}),
+    ("FileSystemCheckpointStorage", {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER,
+                                     STORAGE: "filesystem"}),
+    ("DriverCheckpointStorage", {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER,
+                                 STORAGE: "driver"}),
 ]
 
 
@@ -24,21 +34,28 @@ def _count_files(path: str) -> int:
     return sum(len(files) for _, _, files in os.walk(path)) if os.path.isdir(path) else 0
 
 
-def _run_query(spark, label: str, provider: str, source: str, checkpoint: str,
+def _state_files(checkpoint: str) -> int:
+    """Files holding state: per-partition files and packs (Hadoop's .crc files included)."""
+    return (_count_files(os.path.join(checkpoint, "state"))
+            + _count_files(os.path.join(checkpoint, "state-packs")))
+
+
+def _run_query(spark, label: str, settings: Dict[str, str], source: str, checkpoint: str,
                files: List[str], staging: str) -> List[Dict]:
     from pyspark.sql import functions as F
 
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     stream = (spark.readStream.schema("key long, amount long")
               .option("maxFilesPerTrigger", 1).parquet(source))
     counts = stream.groupBy("key").agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
     query = (counts.writeStream.outputMode("update").format("noop")
              .option("checkpointLocation", checkpoint).start())
     batches = []
-    state_dir = os.path.join(checkpoint, "state")
+    state_dir = checkpoint
     try:
         for i, name in enumerate(files):
-            files_before = _count_files(state_dir)
+            files_before = _state_files(state_dir)
             shutil.copy(os.path.join(staging, name), os.path.join(source, name))
             query.processAllAvailable()
             progress = query.lastProgress
@@ -49,7 +66,7 @@ def _run_query(spark, label: str, provider: str, source: str, checkpoint: str,
                 "commit_ms": op.get("commitTimeMs", 0),
                 "keys": op["numRowsTotal"],
                 "memory": op["memoryUsedBytes"],
-                "state_files": _count_files(state_dir) - files_before,
+                "state_files": _state_files(state_dir) - files_before,
             }
             batches.append(row)
             print("[%s] batch %d/%d: %5d ms, commit %4d ms, %7d keys, %6.1f MiB state in heap, "
@@ -58,6 +75,8 @@ def _run_query(spark, label: str, provider: str, source: str, checkpoint: str,
                      row["memory"] / 2 ** 20, row["state_files"]), flush=True)
     finally:
         query.stop()
+        for key in settings:
+            spark.conf.unset(key)
     return batches
 
 
@@ -67,8 +86,8 @@ def _mean(rows: List[Dict], field: str) -> float:
     return sum(r[field] for r in rest) / len(rest)
 
 
-def run_demo(batches: int = 6, keys: int = 50000, rows_per_batch: int = 50000,
-             partitions: int = 8, workdir: Optional[str] = None) -> int:
+def run_demo(batches: int = 6, keys: int = 20000, rows_per_batch: int = 20000,
+             partitions: int = 200, workdir: Optional[str] = None) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -77,7 +96,8 @@ def run_demo(batches: int = 6, keys: int = 50000, rows_per_batch: int = 50000,
 
     builder = (SparkSession.builder.master("local[*]").appName("spark-checkpoint-storage demo")
                .config("spark.sql.shuffle.partitions", partitions)
-               .config("spark.ui.enabled", "false"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
     spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     root = workdir or tempfile.mkdtemp(prefix="scs-demo-")
@@ -102,30 +122,34 @@ def run_demo(batches: int = 6, keys: int = 50000, rows_per_batch: int = 50000,
         files = sorted(f for f in os.listdir(staging) if f.endswith(".parquet"))
 
         results = {}
-        for label, provider in RUNS:
+        for label, settings in RUNS:
             source = os.path.join(root, label.split()[0], "source")
             os.makedirs(source)
             started = time.time()
-            results[label] = _run_query(spark, label, provider, source,
+            results[label] = _run_query(spark, label, settings, source,
                                         os.path.join(root, label.split()[0], "checkpoint"),
                                         files, staging)
             print("[%s] %d batches in %.1f s\n" % (label, len(files), time.time() - started))
 
         base = results[RUNS[0][0]]
-        print("%-28s %12s %12s %14s %12s" % ("mean per batch (after the 1st)", "batch ms",
+        print("%-30s %12s %12s %14s %12s" % ("mean per batch (after the 1st)", "batch ms",
                                              "commit ms", "heap MiB", "state files"))
         for label, rows in results.items():
-            print("%-28s %12.0f %12.0f %14.1f %12.1f" % (
+            print("%-30s %12.0f %12.0f %14.1f %12.1f" % (
                 label, _mean(rows, "ms"), _mean(rows, "commit_ms"), rows[-1]["memory"] / 2 ** 20,
                 _mean(rows, "state_files")))
-        ours = results[RUNS[1][0]]
-        print("\nHeapStateStoreProvider vs Spark's default: batch time %.2fx, commit time %.2fx, "
-              "state memory %.2fx"
-              % (_mean(ours, "ms") / max(_mean(base, "ms"), 1),
-                 _mean(ours, "commit_ms") / max(_mean(base, "commit_ms"), 1),
-                 ours[-1]["memory"] / max(base[-1]["memory"], 1)))
-        same = [r["keys"] for r in ours] == [r["keys"] for r in base]
-        print("same state (keys per batch) in both runs: %s" % ("yes" if same else "NO"))
+        print()
+        same = True
+        for label, _ in RUNS[1:]:
+            ours = results[label]
+            print("%s vs Spark's default: batch time %.2fx, commit time %.2fx, state files %.3fx, "
+                  "state memory %.2fx"
+                  % (label, _mean(ours, "ms") / max(_mean(base, "ms"), 1),
+                     _mean(ours, "commit_ms") / max(_mean(base, "commit_ms"), 1),
+                     _mean(ours, "state_files") / max(_mean(base, "state_files"), 1),
+                     ours[-1]["memory"] / max(base[-1]["memory"], 1)))
+            same = same and [r["keys"] for r in ours] == [r["keys"] for r in base]
+        print("same state (keys per batch) in every run: %s" % ("yes" if same else "NO"))
         return 0 if same else 1
     finally:
         spark.stop()
