@@ -23,12 +23,12 @@ object StatePaths {
     case _ => None
   }
 
-  /** The state directory of a root or inside it (`<root>/state`, `<root>/state/0`, ...). */
-  def stateDirRoot(path: Path): Option[(String, String)] = {
-    val s = path.toString
-    val i = s.lastIndexOf("/state")
-    if (i > 0 && (s.length == i + 6 || s.charAt(i + 6) == '/')) Some((s.substring(0, i), s.substring(i + 1)))
-    else None
+  private val StateDir = """^(.+)/(state(?:/\d+(?:/\d+(?:/[^/]+)?)?)?)$""".r
+
+  /** (root, relative dir) of a state directory: `<root>/state[/<op>[/<part>[/<store>]]]`. */
+  def stateDirRoot(path: Path): Option[(String, String)] = path.toString match {
+    case StateDir(root, rel) => Some((root, rel))
+    case _ => None
   }
 
   def packDir(root: String): Path = new Path(root, "state-packs")
