@@ -139,3 +139,60 @@ def test_non_persistent_driver_state_refuses_to_restart_in_a_new_driver(subproc,
     assert "kept in the heap of the driver only" in second
     assert "is gone" in second
     assert "checkpoint_path" in second
+
+
+def _coordinator(spark):
+    return spark.sparkContext._jvm.io.sparkcheckpointstorage.coordinator.CheckpointCoordinator.current()
+
+
+def _eventually_zero(read, seconds=10.0):
+    """Query listeners run on Spark's listener bus, shortly after stop() returns."""
+    import time
+    deadline = time.time() + seconds
+    while read() != 0 and time.time() < deadline:
+        time.sleep(0.1)
+    return read()
+
+
+def test_stopping_a_query_frees_its_driver_memory_and_queries_do_not_mix(spark, tmp_path):
+    spark.conf.set(STORAGE, "driver")
+    try:
+        first = run_aggregation(spark, tmp_path / "one", batches=2)
+        assert _eventually_zero(lambda: _coordinator(spark).heldInlineBytes()) == 0
+        second = run_aggregation(spark, tmp_path / "two", batches=3, keys=10)
+        assert _eventually_zero(lambda: _coordinator(spark).heldInlineBytes()) == 0
+        assert not any(r.startswith("file:" + str(tmp_path / "one"))
+                       for r in _coordinator(spark).knownRoots().mkString(",").split(","))
+    finally:
+        spark.conf.unset(STORAGE)
+    assert os.path.isdir(first) and os.path.isdir(second)
+
+
+def test_delete_on_cancellation_deletes_the_checkpoint_of_a_stopped_query(subproc, tmp_path):
+    out = assert_ok(subproc.python("""
+        import os
+        from pyspark.sql import SparkSession
+        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+        spark = configure_spark_with_checkpoint_storage(SparkSession.builder.master("local[2]")
+            .config("spark.sql.shuffle.partitions", 4)
+            .config("spark.sql.streaming.checkpointStorage.externalizedCleanup",
+                    "DELETE_ON_CANCELLATION")).getOrCreate()
+        root = %r
+        source = os.path.join(root, "source"); os.makedirs(source)
+        spark.createDataFrame([(1, 1)], "k long, v long").write.parquet(source + "/a")
+        checkpoint = os.path.join(root, "checkpoint")
+        q = (spark.readStream.schema("k long, v long").parquet(source + "/a").groupBy("k").count()
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", checkpoint).start())
+        q.processAllAvailable()
+        print("BEFORE", sorted(os.listdir(checkpoint)))
+        q.stop()
+        import time
+        for _ in range(50):
+            if not os.path.exists(checkpoint):
+                break
+            time.sleep(0.1)
+        print("AFTER", os.path.exists(checkpoint))
+    """ % str(tmp_path)))
+    assert "state-packs" in out.split("BEFORE", 1)[1].splitlines()[0]
+    assert "AFTER False" in out

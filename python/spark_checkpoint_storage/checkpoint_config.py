@@ -11,6 +11,7 @@ __all__ = ["configure_spark_with_checkpoint_storage", "PLUGIN_CONFS"]
 PROVIDER_CLASS = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
 PLUGIN_CLASS = "io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin"
 FILE_MANAGER_CLASS = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
+LISTENER_CLASS = "io.sparkcheckpointstorage.coordinator.CheckpointStorageQueryListener"
 
 #: Every setting the plugin needs besides the jar: the state store provider, the checkpoint
 #: file manager that places state bytes, and the Spark plugin that runs the coordinator.
@@ -34,7 +35,9 @@ def configure_spark_with_checkpoint_storage(builder: Any) -> Any:
 
     * the jar bundled with this package goes on the classpath of the driver and every
       executor (``spark.jars``; Spark ships it, no network access needed);
-    * the coordinator plugin is added to ``spark.plugins``;
+    * the coordinator plugin is added to ``spark.plugins`` and its query listener to
+      ``spark.sql.streaming.streamingQueryListeners`` (frees a stopped query's driver memory,
+      applies ``DELETE_ON_CANCELLATION``);
     * ``HeapStateStoreProvider`` and ``StorageCheckpointFileManager`` are set, unless the
       builder already names others.
 
@@ -56,6 +59,8 @@ def configure_spark_with_checkpoint_storage(builder: Any) -> Any:
     options = getattr(builder, "_options", {})
     builder = builder.config("spark.jars", _append_list(options, "spark.jars", bundled_jar_path()))
     builder = builder.config("spark.plugins", _append_list(options, "spark.plugins", PLUGIN_CLASS))
+    builder = builder.config("spark.sql.streaming.streamingQueryListeners", _append_list(
+        options, "spark.sql.streaming.streamingQueryListeners", LISTENER_CLASS))
     for key, value in PLUGIN_CONFS.items():
         if key not in options:
             builder = builder.config(key, value)

@@ -30,6 +30,8 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   import CheckpointCoordinator._
 
   private val roots = mutable.HashMap[String, RootState]()
+  /** Every checkpoint root that committed a batch in this driver -> its query id (lazily read). */
+  private val committedRoots = mutable.HashMap[String, Option[String]]()
   private var heldBytes = 0L
 
   def heldInlineBytes: Long = synchronized(heldBytes)
@@ -84,6 +86,7 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
    * manager when Spark creates `commits/<batchId>`.
    */
   def beforeCommit(root: String, batchId: Long): Unit = synchronized {
+    committedRoots.getOrElseUpdate(root, None)
     roots.get(root).filter(_.persistent).foreach { state =>
       val released = state.writePack(batchId, hadoopConf)
       heldBytes -= released
@@ -96,6 +99,32 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   }
 
   def knownRoots: Seq[String] = synchronized(roots.keys.toSeq)
+
+  /**
+   * A query stopped or failed: free its driver memory and, when it was stopped by the user
+   * and cleanup is `DELETE_ON_CANCELLATION`, delete its checkpoint (Flink's externalized
+   * checkpoint cleanup). Returns the checkpoint roots of the query.
+   */
+  def queryTerminated(queryId: String, stoppedByUser: Boolean, deleteOnCancellation: Boolean): Seq[String] =
+    synchronized {
+      val mine = (committedRoots.keySet ++ roots.keySet).toSeq.filter { root =>
+        val id = committedRoots.get(root).flatten.getOrElse {
+          val read = RootState.readQueryId(root, hadoopConf)
+          committedRoots(root) = Some(read)
+          read
+        }
+        id == queryId
+      }
+      mine.foreach { root =>
+        release(root)
+        committedRoots.remove(root)
+        if (stoppedByUser && deleteOnCancellation) {
+          CheckpointFiles.deleteRecursively(new Path(root), hadoopConf)
+          log.info(s"Deleted the checkpoint $root of stopped query $queryId (DELETE_ON_CANCELLATION)")
+        }
+      }
+      mine
+    }
 
   /**
    * The state of `root`, loaded from its packs on first use after a driver restart; fails
@@ -136,6 +165,9 @@ object CheckpointCoordinator {
 
   /** The coordinator of this JVM when it is the driver (set by the plugin). */
   @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointCoordinator] = None
+
+  /** The driver's coordinator, null outside the driver (for Python and inspection). */
+  def current(): CheckpointCoordinator = driverInstance.orNull
 }
 
 /** An inline file: bytes in heap, and where its durable copy is once packed. */

@@ -75,6 +75,8 @@ object CheckpointFiles {
     try fs.listStatus(dir).toSeq.map(_.getPath.getName) catch { case _: FileNotFoundException => Nil }
   }
 
+  def deleteRecursively(path: Path, conf: Configuration): Unit = path.getFileSystem(conf).delete(path, true)
+
   def delete(path: Path, conf: Configuration): Unit = {
     if (isLocal(path)) Files.deleteIfExists(localPath(path))
     else path.getFileSystem(conf).delete(path, false)
