@@ -146,6 +146,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
       bytesWritten += writeSnapshot()
       filesWritten += 1
     }
+    // Spark 4.3 checks, before the batch commits, that every store of the batch committed.
+    if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(newVersion, _id, hadoopConf)
     CommitStats(filesWritten, bytesWritten,
       TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
   }
@@ -315,8 +317,18 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     doCleanupMaintenance()
   }
 
-  /** Snapshots the in-memory version once enough deltas have piled up since the last. */
+  /**
+   * Snapshots the in-memory version once enough deltas have piled up since the last.
+   * Never throws: Spark unloads a provider whose maintenance fails, and a missed snapshot
+   * only means a longer replay, retried at the next interval.
+   */
   override def doSnapshotMaintenance(): Unit = synchronized {
+    try snapshotIfDue() catch {
+      case NonFatal(e) => log.warn(s"Snapshot maintenance of $describe failed; will retry", e)
+    }
+  }
+
+  private def snapshotIfDue(): Unit = {
     if (live == null || live.version <= 0) return
     if (!snapshotVersionKnown) noteSnapshots(files.list().filter(_.kind == StateFileKind.Snapshot))
     if (live.version - lastSnapshotVersion >= storeConf.minDeltasForSnapshot) {
@@ -327,10 +339,16 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     }
   }
 
-  /** Deletes files not needed to restore the last `minBatchesToRetain` versions. */
+  /** Deletes files not needed to restore the last `minBatchesToRetain` versions; never throws. */
   override def doCleanupMaintenance(): Unit = {
+    try cleanup() catch {
+      case NonFatal(e) => log.warn(s"Cleanup maintenance of $describe failed; will retry", e)
+    }
+  }
+
+  private def cleanup(): Unit = {
     if (files == null) return
-    val all = try files.list() catch { case NonFatal(_) => return }
+    val all = files.list()
     if (all.isEmpty) return
     val latest = all.map(_.version).max
     val earliestToRetain = latest - storeConf.minVersionsToRetain
