@@ -196,3 +196,46 @@ def test_delete_on_cancellation_deletes_the_checkpoint_of_a_stopped_query(subpro
     """ % str(tmp_path)))
     assert "state-packs" in out.split("BEFORE", 1)[1].splitlines()[0]
     assert "AFTER False" in out
+
+
+@pytest.mark.parametrize("storage", ["filesystem", "driver"])
+def test_executor_killed_mid_stream_on_local_cluster(subproc, tmp_path, storage):
+    """Executors are separate JVMs here: state crosses the process boundary over RPC, and a
+    killed executor's partitions are restored on the others (from the driver or packs)."""
+    out = assert_ok(subproc.python("""
+        import os, signal, subprocess, time
+        from pyspark.sql import SparkSession, functions as F
+        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+        spark = configure_spark_with_checkpoint_storage(SparkSession.builder
+            .master("local-cluster[2,1,1024]")
+            .config("spark.sql.shuffle.partitions", 8)
+            .config("spark.task.maxFailures", 8)
+            .config("spark.sql.streaming.checkpointStorage", %r)
+            .config("spark.sql.streaming.checkpointStorage.checkpointPath", %r)).getOrCreate()
+        root = %r
+        source = os.path.join(root, "source"); os.makedirs(source)
+        app = spark.sparkContext.applicationId
+        rows = []
+        q = (spark.readStream.schema("k long, v long").parquet(source).groupBy("k")
+             .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", os.path.join(root, "checkpoint")).start())
+        for b in range(6):
+            batch = [(k, b) for k in range(200)]
+            rows += batch
+            spark.createDataFrame(batch, "k long, v long").coalesce(1).write.mode("append").parquet(source)
+            q.processAllAvailable()
+            if b == 2:
+                pids = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend.*" + app],
+                                      capture_output=True, text=True).stdout.split()
+                print("EXECUTORS", len(pids))
+                os.kill(int(pids[0]), signal.SIGKILL)
+                time.sleep(2)
+        q.stop()
+        got = sorted((r.key[0], r.value[0], r.value[1]) for r in spark.read.format("statestore")
+                     .load(os.path.join(root, "checkpoint")).collect())
+        want = sorted((k, 6, sum(range(6))) for k in range(200))
+        print("EQUAL", got == want)
+    """ % (storage, str(tmp_path / "cp"), str(tmp_path)), timeout=600))
+    assert "EXECUTORS 2" in out
+    assert "EQUAL True" in out

@@ -30,8 +30,12 @@ class CheckpointStoragePlugin extends SparkPlugin {
     }
 
     override def receive(message: AnyRef): AnyRef = message match {
-      case r: CoordinatorRequest => coordinator.handle(r)
-      case other => Refused(s"Unknown request ${other.getClass.getName}")
+      case bytes: Array[Byte] =>
+        MessageCodec.encode(MessageCodec.decode[AnyRef](bytes) match {
+          case r: CoordinatorRequest => coordinator.handle(r)
+          case other => Refused(s"Unknown request ${other.getClass.getName}")
+        })
+      case other => MessageCodec.encode(Refused(s"Unknown request ${other.getClass.getName}"))
     }
 
     override def shutdown(): Unit = {
@@ -65,7 +69,7 @@ object CoordinatorClient {
     val reply = CheckpointCoordinator.driverInstance match {
       case Some(c) => c.handle(request)
       case None => executorContext match {
-        case Some(ctx) => ctx.ask(request).asInstanceOf[CoordinatorReply]
+        case Some(ctx) => MessageCodec.decode[CoordinatorReply](ctx.ask(MessageCodec.encode(request)).asInstanceOf[Array[Byte]])
         case None => throw new IllegalStateException("The checkpoint storage needs its Spark " +
           s"plugin: start Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (the Python " +
           "helper configure_spark_with_checkpoint_storage sets it).")

@@ -33,3 +33,31 @@ final case class InPack(pack: String, offset: Long, length: Int, crc: Int) exten
 final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
 /** The request failed on the driver; `message` is for the user. */
 final case class Refused(message: String) extends CoordinatorReply
+
+/**
+ * Requests and replies travel as plain byte arrays: Spark deserializes RPC messages with its
+ * own class loader, which on executors does not see jars added with `spark.jars`. Decoding
+ * here uses the class loader that loaded this jar.
+ */
+object MessageCodec {
+  import java.io._
+
+  def encode(message: Serializable): Array[Byte] = {
+    val bytes = new ByteArrayOutputStream()
+    val out = new ObjectOutputStream(bytes)
+    out.writeObject(message)
+    out.close()
+    bytes.toByteArray
+  }
+
+  def decode[T](bytes: Array[Byte]): T = {
+    val loader = classOf[CoordinatorRequest].getClassLoader
+    val in = new ObjectInputStream(new ByteArrayInputStream(bytes)) {
+      override def resolveClass(desc: ObjectStreamClass): Class[_] =
+        try Class.forName(desc.getName, false, loader) catch {
+          case _: ClassNotFoundException => super.resolveClass(desc)
+        }
+    }
+    try in.readObject().asInstanceOf[T] finally in.close()
+  }
+}

@@ -44,6 +44,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   @volatile private var snapshotVersionKnown = false
   @volatile private var lastLoadTimeMs = 0L
   private var rowFormatValidated = false
+  @volatile private var lastCleanupVersion = -1L
 
   override def init(
       stateStoreId: StateStoreId,
@@ -347,7 +348,12 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   }
 
   private def cleanup(): Unit = {
-    if (files == null) return
+    if (files == null || live == null) return
+    // Listing a directory is not free (on Hadoop's local file system, a process per file
+    // without its native library): look again only once enough versions have accumulated.
+    val step = math.max(1L, storeConf.minVersionsToDelete)
+    if (lastCleanupVersion >= 0 && live.version - lastCleanupVersion < step) return
+    lastCleanupVersion = live.version
     val all = files.list()
     if (all.isEmpty) return
     val latest = all.map(_.version).max
