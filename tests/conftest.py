@@ -54,3 +54,9 @@ def assert_ok(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (
         result.returncode, result.stdout[-5000:], result.stderr[-8000:])
     return result.stdout
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cluster: runs on local-cluster (executor JVMs of their own), slowest; "
+                   "deselect with -m 'not cluster'")

@@ -284,11 +284,9 @@ private[coordinator] object RootState {
       val held = mutable.HashSet[String]()
       index.entries.foreach { e =>
         state.files.get(e.relPath).flatMap(_.pack).foreach(p => state.packs.valuesIterator.find(_._1 == p).foreach(_._2 -= e.relPath))
-        val inHeap = if (keepInHeap) {
-          StatePack.verify(java.util.Arrays.copyOfRange(bytes, e.offset.toInt, e.offset.toInt + e.length),
-            path.toString, e.relPath, e.crc)
-        } else null
-        state.files(e.relPath) = new InlineFile(inHeap, Some(path), e.offset, e.length, e.crc)
+        // Served from the pack: a state reader (or a restarted query) should not pin the
+        // whole checkpoint in driver heap; new batches' files are kept per the storage.
+        state.files(e.relPath) = new InlineFile(null, Some(path), e.offset, e.length, e.crc)
         held += e.relPath
       }
       state.packs(seq) = (path, held)

@@ -27,6 +27,8 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     val sqlConf = new SQLConf()
     sqlConf.setConfString(SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.key, minDeltasForSnapshot.toString)
     sqlConf.setConfString(SQLConf.MIN_BATCHES_TO_RETAIN.key, minVersionsToRetain.toString)
+    // No streaming query, so no coordinator to report commits to.
+    sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
     val spec = prefixCols match {
       case Some(n) => PrefixKeyScanStateEncoderSpec(keySchema, n)
       case None => NoPrefixKeyStateEncoderSpec(keySchema)

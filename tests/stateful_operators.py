@@ -1,0 +1,416 @@
+"""Every stateful operator a third-party state store provider can run, as streaming queries
+over one file source, with the same computation done in batch mode as the expectation.
+
+Imported by the driver subprocesses that tests/test_stateful_operators.py starts (one
+driver JVM per process); run as ``python stateful_operators.py <spec.json>``. Nothing here
+asserts: a driver writes what every query produced and what the batch computation gives,
+and the tests compare them.
+
+Input: batch ``b`` is one parquet file of the rows with ids ``30*b .. 30*b+29`` (plus
+duplicates, see :func:`batch_rows`), event time ``T0 + 100*b + 0..29`` seconds, so event time
+advances by batch and no row is ever behind the watermark (delay 40.5 s): every streaming
+result equals the batch result, and watermarks still evict state batch after batch. A
+final "flush" file holds one row per join side under key ``-1`` far in the future: the
+watermark jumps past everything, so windows, sessions, outer-join rows and timeouts all
+close. Key ``-1`` is left out of both sides of every comparison.
+"""
+import json
+import os
+import signal
+import sys
+import time
+from typing import Callable, Dict, List, Optional
+
+PROVIDERS = {
+    "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+
+#: ``SCS_TEST_FILE_MANAGER=spark`` runs the provider on Spark's own checkpoint file manager
+#: instead of ours (what ``configure_spark_with_checkpoint_storage`` sets).
+FILE_MANAGERS = {
+    "spark": "org.apache.spark.sql.execution.streaming.checkpointing."
+             "FileContextBasedCheckpointFileManager",
+}
+
+SOURCE_SCHEMA = "id long, k long, v long, side string, t long"
+ROWS_PER_BATCH = 30
+SECONDS_PER_BATCH = 100
+WATERMARK = "40.5 seconds"  # never equal to a whole-second event time or window bound
+T0 = 1_000_000_000  # event times in seconds; Spark takes an event time of 0 as late
+FLUSH_T = T0 + 1_000_000
+FLUSH_KEY = -1
+
+
+def provider_class(name: str) -> str:
+    return PROVIDERS.get(name, name)
+
+
+def row(id_: int):
+    """The one row an id stands for: duplicates of an id are identical rows."""
+    b, j = divmod(id_, ROWS_PER_BATCH)
+    return (id_, (id_ * id_) % 17, (id_ * 11) % 97, "R" if id_ % 3 == 0 else "L",
+            T0 + b * SECONDS_PER_BATCH + j)
+
+
+def batch_rows(b: int) -> List[tuple]:
+    """Rows of input file ``b``: ids 30b..30b+29, the first 8 of them again (duplicates in
+    one batch) and the last 5 ids of batch b-1 again (duplicates one batch apart, still
+    within the watermark's reach)."""
+    ids = list(range(b * ROWS_PER_BATCH, (b + 1) * ROWS_PER_BATCH))
+    ids += ids[:8]
+    if b > 0:
+        ids += list(range(b * ROWS_PER_BATCH - 5, b * ROWS_PER_BATCH))
+    return [row(i) for i in ids]
+
+
+def flush_rows() -> List[tuple]:
+    return [(-1, FLUSH_KEY, 0, "L", FLUSH_T), (-2, FLUSH_KEY, 0, "R", FLUSH_T)]
+
+
+# --------------------------------------------------------------------------------------
+# The operators. ``build(events)`` works on a streaming and on a batch DataFrame alike
+# (withWatermark is a no-op in batch); ``expected(events)`` is the batch computation.
+
+class Operator:
+    def __init__(self, name: str, build: Callable, mode: str, columns: List[str],
+                 expected: Optional[Callable] = None, key: Optional[List[str]] = None):
+        self.name = name
+        self.build = build
+        self.mode = mode  # append | update | complete
+        self.columns = columns
+        self.expected = expected or build
+        #: update mode: the columns naming a row of the result (the last update wins)
+        self.key = key
+
+
+def _agg(events):
+    from pyspark.sql import functions as F
+    return events.groupBy("k", "side").agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+
+
+def _join(how):
+    def build(events):
+        from pyspark.sql import functions as F
+        left = events.where("side = 'L'").select(
+            F.col("id").alias("lid"), F.col("k").alias("lk"), F.col("ts").alias("lts"))
+        right = events.where("side = 'R'").select(
+            F.col("id").alias("rid"), F.col("k").alias("rk"), F.col("ts").alias("rts"))
+        left = left.withWatermark("lts", WATERMARK)
+        right = right.withWatermark("rts", WATERMARK)
+        cond = F.expr("lk = rk AND rts BETWEEN lts - INTERVAL 8 SECONDS AND lts + INTERVAL 8 SECONDS")
+        return left.join(right, cond, how).select(
+            F.coalesce("lk", "rk").alias("k"), "lid", "rid", "lts", "rts")
+    return build
+
+
+def _session_window(events):
+    from pyspark.sql import functions as F
+    return (events.withWatermark("ts", WATERMARK)
+            .groupBy(F.session_window("ts", "10 seconds"), "k")
+            .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+            .select("k", "session_window.start", "session_window.end", "n", "s"))
+
+
+def _window(events):
+    from pyspark.sql import functions as F
+    return (events.withWatermark("ts", WATERMARK)
+            .groupBy(F.window("ts", "10 seconds"), "k")
+            .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+            .select("k", "window.start", "window.end", "n", "s"))
+
+
+def _totals_on_timeout(key, pdfs, state):
+    """flatMapGroupsWithState in Python: count and sum per key in state, kept until the
+    key has been quiet for 30 s of event time, then emitted once and removed."""
+    import pandas as pd
+    if state.hasTimedOut:
+        n, s = state.get
+        state.remove()
+        yield pd.DataFrame({"k": [key[0]], "n": [n], "s": [s]})
+        return
+    n, s = state.get if state.exists else (0, 0)
+    latest = None
+    for pdf in pdfs:
+        n += len(pdf)
+        s += int(pdf["v"].sum())
+        m = pdf["ts"].max()
+        latest = m if latest is None or m > latest else latest
+    state.update((n, s))
+    state.setTimeoutTimestamp(int(pd.Timestamp(latest).timestamp() * 1000) + 30_000)
+
+
+def _apply_in_pandas_with_state(events):
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    return (events.withWatermark("ts", WATERMARK).groupBy("k")
+            .applyInPandasWithState(_totals_on_timeout, "k long, n long, s long",
+                                    "n long, s long", "append", GroupStateTimeout.EventTimeTimeout))
+
+
+def _totals(events):
+    from pyspark.sql import functions as F
+    return events.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+
+
+OPERATORS: Dict[str, Operator] = {op.name: op for op in [
+    Operator("aggregation_update", _agg, "update", ["k", "side", "n", "s"], key=["k", "side"]),
+    Operator("aggregation_complete", _agg, "complete", ["k", "side", "n", "s"]),
+    Operator("window_append", _window, "append", ["k", "start", "end", "n", "s"]),
+    Operator("drop_duplicates", lambda e: e.dropDuplicates(["k", "v"]).select("k", "v"),
+             "append", ["k", "v"]),
+    Operator("drop_duplicates_within_watermark",
+             lambda e: e.withWatermark("ts", WATERMARK)
+                        .dropDuplicatesWithinWatermark(["id"]).select("k", "id", "v"),
+             "append", ["k", "id", "v"],
+             expected=lambda e: e.dropDuplicates(["id"]).select("k", "id", "v")),
+    Operator("join_inner", _join("inner"), "append", ["k", "lid", "rid", "lts", "rts"]),
+    Operator("join_left_outer", _join("left_outer"), "append", ["k", "lid", "rid", "lts", "rts"]),
+    Operator("join_right_outer", _join("right_outer"), "append", ["k", "lid", "rid", "lts", "rts"]),
+    Operator("apply_in_pandas_with_state", _apply_in_pandas_with_state, "append",
+             ["k", "n", "s"], expected=_totals),
+    Operator("session_window", _session_window, "append", ["k", "start", "end", "n", "s"]),
+]}
+
+
+# --------------------------------------------------------------------------------------
+# Results as plain data: rows of strings (None for null), sorted.
+
+def sort_rows(rows):
+    return sorted((tuple(r) for r in rows), key=lambda r: tuple((x is None, x or "") for x in r))
+
+
+def as_strings(df, columns):
+    from pyspark.sql import functions as F
+    return [tuple(r) for r in df.select(*[F.col(c).cast("string").alias(c) for c in columns])
+            .collect()]
+
+
+def final_result(op: Operator, batches: Dict[int, list]) -> list:
+    """What a sink would hold at the end: every appended row; the last update of each
+    key; the last complete output."""
+    if op.mode == "append":
+        rows = [r for b in sorted(batches) for r in batches[b]]
+    elif op.mode == "complete":
+        rows = batches[max(batches)] if batches else []
+    else:
+        key_idx = [op.columns.index(c) for c in op.key]
+        last = {}
+        for b in sorted(batches):
+            for r in batches[b]:
+                last[tuple(r[i] for i in key_idx)] = r
+        rows = list(last.values())
+    k = op.columns.index("k")
+    return sort_rows(r for r in rows if r[k] != str(FLUSH_KEY))
+
+
+# --------------------------------------------------------------------------------------
+# The driver side: one SparkSession, all operators' queries running side by side.
+
+class Driver:
+    """Runs the queries of one scenario step in this process's driver JVM.
+
+    ``spec`` keys: ``work`` (directory shared by the steps of a scenario), ``master``,
+    ``provider``, ``file_manager`` (optional), ``operators``, ``feed`` (list of batch
+    numbers, or ``"flush"``), ``kill_executor_after`` (batch numbers: SIGKILL one executor
+    JVM right after writing that file), ``results`` (write results.json at the end)."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.work = spec["work"]
+        self.source = os.path.join(self.work, "source")
+        os.makedirs(self.source, exist_ok=True)
+        self.operators = [OPERATORS[n] for n in spec["operators"]]
+        self.queries = {}
+        self.log = {"killed": [], "batches": {}, "state_rows_removed": {}, "seconds": []}
+
+    # -- session
+
+    def session(self):
+        from pyspark.sql import SparkSession
+        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+        builder = (SparkSession.builder.master(self.spec["master"])
+                   .appName("stateful-operators")
+                   .config("spark.sql.shuffle.partitions", 4)
+                   .config("spark.default.parallelism", 2)
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.session.timeZone", "UTC")
+                   .config("spark.sql.streaming.stateStore.providerClass",
+                           provider_class(self.spec["provider"]))
+                   # Snapshots and cleanup while the queries run, so restores read a
+                   # snapshot plus deltas, not only deltas.
+                   .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 2)
+                   .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s")
+                   .config("spark.sql.streaming.minBatchesToRetain", 3))
+        fm = self.spec.get("file_manager")
+        if fm:
+            builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
+                                     FILE_MANAGERS.get(fm, fm))
+        self.spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        # Python workers unpickle the pandas function by reference to this module.
+        self.spark.sparkContext.addPyFile(os.path.abspath(__file__))
+        return self.spark
+
+    # -- input
+
+    def write_file(self, name: str, rows: List[tuple]):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        cols = list(zip(*rows))
+        table = pa.table({
+            "id": pa.array(cols[0], pa.int64()), "k": pa.array(cols[1], pa.int64()),
+            "v": pa.array(cols[2], pa.int64()), "side": pa.array(cols[3], pa.string()),
+            "t": pa.array(cols[4], pa.int64())})
+        tmp = os.path.join(self.source, ".%s.tmp" % name)  # hidden: the source skips it
+        pq.write_table(table, tmp)
+        os.rename(tmp, os.path.join(self.source, "%s.parquet" % name))
+
+    def events(self, df):
+        from pyspark.sql import functions as F
+        return df.withColumn("ts", F.timestamp_seconds("t"))
+
+    def all_input(self) -> List[tuple]:
+        rows = []
+        for name in sorted(os.listdir(self.source)):
+            if name.startswith("batch-"):
+                rows += batch_rows(int(name[len("batch-"):-len(".parquet")]))
+            elif name.startswith("flush"):
+                rows += flush_rows()
+        return rows
+
+    # -- queries
+
+    def start(self, op: Operator):
+        out = os.path.join(self.work, "out", op.name)
+        os.makedirs(out, exist_ok=True)
+        columns = op.columns
+
+        def sink(df, batch_id):
+            # One action per batch; written under the batch id, so a re-run batch
+            # replaces its own output.
+            rows = as_strings(df, columns)
+            tmp = os.path.join(out, ".%d.tmp" % batch_id)
+            with open(tmp, "w") as f:
+                json.dump(rows, f)
+            os.rename(tmp, os.path.join(out, "%d.json" % batch_id))
+
+        stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(self.source))
+        return (op.build(stream).writeStream.queryName(op.name).outputMode(op.mode)
+                .foreachBatch(sink).trigger(processingTime="100 milliseconds")
+                .option("checkpointLocation", os.path.join(self.work, "checkpoints", op.name))
+                .start())
+
+    def outputs(self, op: Operator) -> Dict[int, list]:
+        out = os.path.join(self.work, "out", op.name)
+        batches = {}
+        for name in os.listdir(out):
+            if name.endswith(".json"):
+                with open(os.path.join(out, name)) as f:
+                    batches[int(name[:-5])] = [tuple(r) for r in json.load(f)]
+        return batches
+
+    def process_all(self):
+        for name, q in self.queries.items():
+            q.processAllAvailable()
+            if q.exception() is not None:
+                raise RuntimeError("query %s failed: %s" % (name, q.exception()))
+            self.log["batches"][name] = q.lastProgress["batchId"] if q.lastProgress else None
+
+    # -- executors
+
+    def executor_pids(self) -> Dict[str, int]:
+        """Executor id -> pid of this driver's executor JVMs (its child processes)."""
+        driver_pid = int(self.spark._jvm.java.lang.ProcessHandle.current().pid())
+        found = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == driver_pid and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv:
+                found[argv[argv.index("--executor-id") + 1]] = int(pid)
+        return found
+
+    def kill_an_executor(self):
+        """SIGKILL the oldest executor JVM still alive, while this batch runs."""
+        time.sleep(0.5)  # let the queries pick up the file the caller just wrote
+        pids = self.executor_pids()
+        executor_id = min(pids, key=int)
+        os.kill(pids[executor_id], signal.SIGKILL)
+        self.log["killed"].append({"executor": executor_id, "pid": pids[executor_id]})
+        print("KILLED executor %s pid %d" % (executor_id, pids[executor_id]), flush=True)
+
+    def wait_for_executors(self, n: int, timeout: float = 60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            ids = sorted(self.executor_pids(), key=int)
+            if len(ids) >= n:
+                return ids
+            time.sleep(0.5)
+        return sorted(self.executor_pids(), key=int)
+
+    # -- the step
+
+    def run(self):
+        started = time.time()
+        spark = self.session()
+        print("SESSION in %.1f s" % (time.time() - started), flush=True)
+        if self.spec["master"].startswith("local-cluster"):
+            self.log["executors_at_start"] = self.wait_for_executors(2)
+        for op in self.operators:
+            self.queries[op.name] = self.start(op)
+        try:
+            for b in self.spec["feed"]:
+                if b == "flush":
+                    self.write_file("flush", flush_rows())
+                else:
+                    self.write_file("batch-%03d" % b, batch_rows(b))
+                started = time.time()
+                if b in self.spec.get("kill_executor_after", []):
+                    self.kill_an_executor()
+                self.process_all()
+                self.log["seconds"].append((b, round(time.time() - started, 1)))
+                print("FED %s in %.1f s" % (b, time.time() - started), flush=True)
+            for name, q in self.queries.items():
+                self.log["state_rows_removed"][name] = sum(
+                    sum(op.get("numRowsRemoved", 0) for op in p.get("stateOperators", []))
+                    for p in q.recentProgress)
+        finally:
+            for q in self.queries.values():
+                q.stop()
+        if self.spec["master"].startswith("local-cluster"):
+            self.log["executors_at_end"] = self.wait_for_executors(2)
+        if self.spec.get("results"):
+            self.write_results(spark)
+        spark.stop()
+
+    def write_results(self, spark):
+        from pyspark.sql import functions as F
+        batch_df = self.events(spark.createDataFrame(self.all_input(), SOURCE_SCHEMA))
+        results = {}
+        for op in self.operators:
+            expected = op.expected(batch_df).where(F.col("k") != FLUSH_KEY)
+            results[op.name] = {
+                "got": final_result(op, self.outputs(op)),
+                "expected": sort_rows(as_strings(expected, op.columns)),
+                "output_batches": len(self.outputs(op)),
+            }
+        with open(os.path.join(self.work, "results.json"), "w") as f:
+            json.dump({"operators": results, "log": self.log}, f)
+
+
+def main(argv):
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    Driver(spec).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

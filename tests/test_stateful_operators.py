@@ -1,0 +1,165 @@
+"""Every stateful operator a third-party state store provider can run, end to end on real
+Spark, checked exactly against the same computation in batch mode over the same input:
+
+- ``local``: ``local[2]``;
+- ``restart``: the queries stop after three files; a new driver process starts them again
+  on the same checkpoints and feeds the rest;
+- ``local_cluster``: ``local-cluster[2,1,1024]`` (executors in their own JVMs);
+- ``executor_killed``: ``local-cluster``, an executor JVM SIGKILLed while batches run,
+  twice; Spark starts new executors and the state is restored on them.
+
+Every scenario runs all operators' queries side by side in one driver (tests/
+stateful_operators.py), once per provider; the tests then compare operator by operator.
+
+The provider comes from ``SCS_TEST_PROVIDER``: ``heap`` (default, ours), ``hdfs`` (Spark's
+``HDFSBackedStateStoreProvider``), ``rocksdb``, a class name, or several, comma-separated.
+``SCS_TEST_FILE_MANAGER=spark`` runs them on Spark's checkpoint file manager instead of
+ours. The local-cluster scenarios are marked ``cluster`` (``-m "not cluster"`` skips them).
+"""
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import Subprocess, assert_ok
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
+
+import stateful_operators as so  # noqa: E402
+
+PROVIDER_NAMES = [p.strip() for p in os.environ.get("SCS_TEST_PROVIDER", "heap").split(",")
+                  if p.strip()]
+FILE_MANAGER = os.environ.get("SCS_TEST_FILE_MANAGER") or None
+OPERATORS = list(so.OPERATORS)
+WATERMARKED = {"window_append", "drop_duplicates_within_watermark", "join_inner",
+               "join_left_outer", "join_right_outer", "apply_in_pandas_with_state",
+               "session_window"}
+
+LOCAL = "local[2]"
+CLUSTER = "local-cluster[2,1,1024]"
+
+#: scenario -> the driver processes it runs, one after the other, on one checkpoint set
+SCENARIOS = {
+    "local": [dict(master=LOCAL, feed=[0, 1, 2, 3, "flush"])],
+    "restart": [dict(master=LOCAL, feed=[0, 1, 2]),
+                dict(master=LOCAL, feed=[3, 4, "flush"])],
+    "local_cluster": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"])],
+    "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, 4, "flush"],
+                             kill_executor_after=[2, 3])],
+}
+
+DRIVER = """
+    import sys
+    sys.path.insert(0, %r)
+    import stateful_operators
+    stateful_operators.main(["stateful_operators.py", %r])
+"""
+
+
+class ScenarioFailed(Exception):
+    pass
+
+
+def run_scenario(root, provider: str, scenario: str) -> dict:
+    work = root / "work"
+    steps = SCENARIOS[scenario]
+    for i, step in enumerate(steps):
+        spec = dict(step, work=str(work), provider=provider, file_manager=FILE_MANAGER,
+                    operators=OPERATORS, results=(i == len(steps) - 1))
+        step_dir = root / ("driver-%d" % i)
+        step_dir.mkdir()
+        spec_path = step_dir / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        result = Subprocess(step_dir).python(DRIVER % (TESTS, str(spec_path)), timeout=900,
+                                             env={"TZ": "UTC"})
+        try:
+            assert_ok(result)
+        except AssertionError as e:
+            raise ScenarioFailed("%s, driver %d of %d: %s" % (scenario, i + 1, len(steps), e))
+    results = json.loads((work / "results.json").read_text())
+    results["work"] = str(work)
+    return results
+
+
+@pytest.fixture(scope="module")
+def scenario_results(tmp_path_factory):
+    """(provider, scenario) -> results, each scenario run once for all its operators."""
+    cache = {}
+
+    def get(provider, scenario):
+        key = (provider, scenario)
+        if key not in cache:
+            try:
+                cache[key] = run_scenario(
+                    tmp_path_factory.mktemp("%s-%s" % (provider, scenario)), provider, scenario)
+            except ScenarioFailed as e:
+                cache[key] = e
+        if isinstance(cache[key], ScenarioFailed):
+            pytest.fail(str(cache[key]), pytrace=False)
+        return cache[key]
+    return get
+
+
+def check(results, provider, name):
+    op = so.OPERATORS[name]
+    r = results["operators"][name]
+    got, expected = [tuple(x) for x in r["got"]], [tuple(x) for x in r["expected"]]
+    # The input is built so that every operator has something to show.
+    assert expected, "batch computation of %s is empty: the input does not exercise it" % name
+    if name in ("join_left_outer", "join_right_outer"):
+        unmatched = 2 if name == "join_left_outer" else 1  # rid or lid null
+        assert any(row[unmatched] is None for row in expected)
+        assert any(row[unmatched] is not None for row in expected)
+    if got != expected:
+        missing = sorted(set(expected) - set(got), key=str)
+        extra = sorted(set(got) - set(expected), key=str)
+        pytest.fail("%s (%s) differs from the batch computation %s: %d rows, expected %d;\n"
+                    "missing %s\nextra %s\n(rows with other multiplicity are neither)" % (
+                        name, op.mode, tuple(op.columns), len(got), len(expected),
+                        missing[:20], extra[:20]), pytrace=False)
+    # The query really ran on the provider under test: Spark records it in the checkpoint.
+    offsets = os.path.join(results["work"], "checkpoints", name, "offsets")
+    latest = max((f for f in os.listdir(offsets) if f.isdigit()), key=int)
+    with open(os.path.join(offsets, latest)) as f:
+        assert '"spark.sql.streaming.stateStore.providerClass":"%s"' % so.provider_class(
+            provider) in f.read()
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_local(scenario_results, provider, name):
+    results = scenario_results(provider, "local")
+    check(results, provider, name)
+    if name in WATERMARKED:
+        # the watermark removed state along the way, not only at the end
+        assert results["log"]["state_rows_removed"][name] > 0
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_restart_in_new_driver(scenario_results, provider, name):
+    check(scenario_results(provider, "restart"), provider, name)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_local_cluster(scenario_results, provider, name):
+    check(scenario_results(provider, "local_cluster"), provider, name)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_executor_killed(scenario_results, provider, name):
+    results = scenario_results(provider, "executor_killed")
+    log = results["log"]
+    killed = [k["executor"] for k in log["killed"]]
+    assert killed == ["0", "1"], log  # both executors of the start, one after the other
+    for k in log["killed"]:
+        assert not os.path.exists("/proc/%d" % k["pid"])
+    # Spark replaced them: the executors at the end are new ones.
+    assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
+    check(results, provider, name)
