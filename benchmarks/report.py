@@ -1,103 +1,309 @@
-"""Summary tables: means per variant, ratios against the built-ins, DESIGN targets."""
-from typing import Dict, List, Optional, Tuple
+"""
+Summary of a benchmark run: means per variant, ratios of ours against the built-ins measured
+in the same run, and the DESIGN section 8 targets (PASS/MISS), as text and as markdown.
+"""
+import statistics
+from typing import Callable, Dict, List, Optional, Tuple
 
-from variants import VARIANTS
+from variants import PROVIDER, ROCKSDB
+
+#: DESIGN section 8, "measured today" column, printed next to this run's built-in figures.
+DESIGN_REFERENCE = {
+    "W1": "HDFS / RocksDB+changelog: 13 s / 13 s per batch; ~400 state files per batch",
+    "W2": "HDFS / RocksDB+changelog: 1.7-2.0 s / 1.7 s per batch; commit 0.7-0.9 s / 0.6 s",
+    "W3": "HDFS: 0.9 s -> 2.1 s -> OOM (100k, 1M, 3M); RocksDB: 1.3 s at 1M, 1.2 s at 3M, restart 24 s at 3M",
+}
+
+#: The metrics compared as ratios: (key in stats, column title).
+RATIO_METRICS = [("ms", "batch"), ("commit_ms", "commit"), ("files", "state files")]
 
 
 def _mean(values: List[float]) -> Optional[float]:
     return sum(values) / len(values) if values else None
 
 
-def _stats(r: Dict) -> Dict:
-    # Batch 1 plans the query and warms the JVM; W3's batch 1 is the preload: leave it out.
-    steady = [b for b in r["batches"][1:]]
+def _median(values: List[float]) -> Optional[float]:
+    return statistics.median(values) if values else None
+
+
+def stats(run: Dict, warmup: int) -> Dict:
+    """Means over the steady batches (those after the first ``warmup``: query start, JIT, preload)."""
+    batches = run.get("batches", [])
+    steady = batches[warmup:]
+    col = lambda key: [b[key] for b in steady if b.get(key) is not None]  # noqa: E731
+    files = [b["state_files"] + b["pack_files"] for b in steady]
+    last = batches[-1] if batches else {}
+    heap, restart = run.get("heap") or {}, run.get("restart") or {}
+    first = batches[0] if batches else {}
     return {
-        "ms": _mean([b["ms"] for b in steady]),
-        "commit_ms": _mean([b["commit_ms"] for b in steady]),
-        "files": _mean([b["state_files"] for b in steady]),
-        "preload_ms": r["batches"][0]["ms"] if r["batches"] and r["batches"][0].get("preload") else None,
-        "restart_ms": r.get("restart", {}).get("ms"),
-        "bytes_per_key": r.get("heap", {}).get("reported_per_key"),
-        "jvm_bytes_per_key": r.get("heap", {}).get("jvm_heap_per_key"),
+        "steady_batches": len(steady),
+        "ms": _mean(col("ms")), "ms_median": _median(col("ms")), "ms_max": max(col("ms"), default=None),
+        "addBatch_ms": _mean(col("addBatch_ms")),
+        "commit_ms": _mean(col("commitTimeMs")), "commit_ms_median": _median(col("commitTimeMs")),
+        "wall_ms": _mean(col("wall_ms")),
+        "files": _mean(files), "state_files": _mean(col("state_files")), "pack_files": _mean(col("pack_files")),
+        "gc_ms": _mean(col("gc_ms")),
+        "first_ms": first.get("ms"),
+        "numRowsTotal": last.get("numRowsTotal"), "memoryUsedBytes": last.get("memoryUsedBytes"),
+        "files_total": last.get("files_total"),
+        "preload_ms": first.get("ms") if first.get("preload") else None,
+        "restart_ms": restart.get("ms"), "restart_wall_ms": restart.get("start_to_done_ms"),
+        "restart_commit_ms": restart.get("commitTimeMs"),
+        "jvm_bytes_per_key": heap.get("jvm_heap_per_key"),
+        "jvm_bytes_per_key_end": heap.get("jvm_heap_per_key_after_updates"),
+        "reported_bytes_per_key": heap.get("reported_per_key"),
+        "released_bytes_per_key": heap.get("released_per_key"),
+        "rss_growth": (heap["rss_after_preload"] - heap["rss_before"])
+        if heap.get("rss_after_preload") and heap.get("rss_before") else None,
     }
 
 
-def _fmt(v: Optional[float], unit: str = "") -> str:
-    if v is None:
-        return "-"
-    if unit == "s":
-        return "%.2f s" % (v / 1000)
-    return "%.1f" % v
-
-
-def _ratio(a: Optional[float], b: Optional[float]) -> str:
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     if a is None or b is None or b == 0:
-        return "-"
-    return "%.2fx" % (a / b)
+        return None
+    return a / b
 
 
-def summarize(w, results: List[Dict]) -> Tuple[str, str]:
-    stats = {r["variant"]: _stats(r) for r in results if r["status"] == "ok"}
-    builtins = [n for n in stats if VARIANTS[n]["builtin"]]
-    best = lambda field: min((stats[n][field] for n in builtins if stats[n][field] is not None), default=None)
-    header = ["variant", "batch", "commit", "state files/batch", "ratio batch", "ratio commit",
-              "ratio files"]
-    if w.preload:
-        header += ["preload", "restart", "B/key (reported)", "B/key (JVM heap)"]
-    rows = []
-    for r in results:
-        name = r["variant"]
-        if r["status"] != "ok":
-            rows.append([VARIANTS[name]["label"], r["status"]] + [""] * (len(header) - 2))
-            continue
-        s = stats[name]
-        row = [VARIANTS[name]["label"], _fmt(s["ms"], "s"), _fmt(s["commit_ms"], "s"), _fmt(s["files"]),
-               _ratio(s["ms"], best("ms")), _ratio(s["commit_ms"], best("commit_ms")),
-               _ratio(s["files"], best("files"))]
-        if w.preload:
-            row += [_fmt(s["preload_ms"], "s"), _fmt(s["restart_ms"], "s"), _fmt(s["bytes_per_key"]),
-                    _fmt(s["jvm_bytes_per_key"])]
-        rows.append(row)
+def _s(v: Optional[float]) -> str:
+    return "-" if v is None else "%.2f s" % (v / 1000)
+
+
+def _n(v: Optional[float], fmt: str = "%.1f") -> str:
+    return "-" if v is None else fmt % v
+
+
+def _x(v: Optional[float]) -> str:
+    return "-" if v is None else "%.2fx" % v
+
+
+def _mb(v: Optional[float]) -> str:
+    return "-" if v is None else "%.1f MB" % (v / 1e6)
+
+
+def _table(header: List[str], rows: List[List[str]]) -> Tuple[List[str], List[str]]:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(n) for c, n in zip(cells, widths))
-    text = [w.describe(), "means per batch after the first; ratios against the best built-in "
-            "(%s) measured in this run" % ", ".join(builtins or ["none"]), line(header),
-            line(["-" * n for n in widths])] + [line(r) for r in rows]
+    fmt = lambda cells: "  ".join(str(c).ljust(n) for c, n in zip(cells, widths)).rstrip()  # noqa: E731
+    text = [fmt(header), fmt(["-" * n for n in widths])] + [fmt(r) for r in rows]
     md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
          ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    text += [""] + _targets(w, stats, best)
-    return "\n".join(text), "\n".join(md) + "\n"
+    return text, md
 
 
-def _targets(w, stats: Dict, best) -> List[str]:
-    lines = []
+class Shape:
+    """The runs of one workload shape (W1, W2, or one K of W3) and their statistics."""
 
-    def check(what: str, value: Optional[float], limit: float):
+    def __init__(self, runs: List[Dict], warmup: int):
+        self.runs = runs
+        self.w = runs[0]["workload"]
+        self.ok = {r["variant"]: r for r in runs if r["status"] == "ok"}
+        self.stats = {name: stats(r, warmup) for name, r in self.ok.items()}
+        self.builtins = [n for n in self.ok if self.ok[n]["builtin"]]
+        self.ours = [r["variant"] for r in runs if not r["builtin"]]
+
+    def best(self, field: str, names: Optional[List[str]] = None) -> Tuple[Optional[float], Optional[str]]:
+        cands = [(self.stats[n][field], n) for n in (self.builtins if names is None else names)
+                 if n in self.stats and self.stats[n][field] is not None]
+        return min(cands) if cands else (None, None)
+
+    def rocksdb(self) -> List[str]:
+        return [n for n in self.builtins if self.ok[n]["conf"].get(PROVIDER) == ROCKSDB]
+
+
+def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str, str, Dict]:
+    """Text for the terminal, markdown for results/*.md, and the computed summary for the JSON."""
+    text: List[str] = []
+    md: List[str] = []
+    summary: Dict = {"shapes": {}, "targets": []}
+    labels = []
+    for r in results:
+        if r["workload"]["label"] not in labels:
+            labels.append(r["workload"]["label"])
+    shapes = {lab: Shape([r for r in results if r["workload"]["label"] == lab], warmup) for lab in labels}
+
+    for lab, sh in shapes.items():
+        w = sh.w
+        text += ["", "=" * 100, _describe(w), "DESIGN reference: " + DESIGN_REFERENCE[w["name"]]]
+        md += ["", "### " + _describe(w), ""]
+        note = ("means over batches %d-%d (left out: %s); commit and the other operator times are "
+                "sums over the %d state store tasks; state files = new files under checkpoint "
+                "state/ + state-packs/ per batch, .crc included"
+                % (warmup + 1, w["total_batches"],
+                   "batch 1, the preload" if w["preload"] and warmup == 1 else
+                   "batch 1: query start, JIT warm-up" if warmup == 1 else
+                   "batches 1-%d: query start, JIT warm-up%s" % (warmup, ", preload" if w["preload"] else ""),
+                   w["partitions"]))
+        text.append(note + "; load = the machine's 1-minute load average before and after the variant's run")
+        md += ["_" + note + "; load = 1-minute load average before-after the run_", ""]
+        header = ["variant", "status", "batch", "p50", "addBatch", "commit", "files/batch", "packs/batch",
+                  "GC/batch", "rows", "memoryUsed"]
+        if w["preload"]:
+            header += ["preload", "restart", "restart wall", "B/key heap", "B/key heap end", "B/key reported",
+                       "B/key released"]
+        else:
+            header += ["batch 1"]
+        header += ["load"]
+        rows, failures = [], []
+        for r in sh.runs:
+            name = r["variant"]
+            if r["status"] != "ok":
+                rows.append([name, r["status"]] + ["-"] * (len(header) - 2))
+                failures.append("%s %s: %s%s" % (name, r["status"], r.get("error") or "",
+                                                 ("\n    cause: " + r["cause"]) if r.get("cause")
+                                                 and r["cause"] not in (r.get("error") or "") else ""))
+                continue
+            s = sh.stats[name]
+            row = [name, "ok", _s(s["ms"]), _s(s["ms_median"]), _s(s["addBatch_ms"]), _s(s["commit_ms"]),
+                   _n(s["files"]), _n(s["pack_files"]), _n(s["gc_ms"], "%.0f ms"), _n(s["numRowsTotal"], "%d"),
+                   _mb(s["memoryUsedBytes"])]
+            if w["preload"]:
+                row += [_s(s["preload_ms"]), _s(s["restart_ms"]), _s(s["restart_wall_ms"]),
+                        _n(s["jvm_bytes_per_key"], "%.0f"), _n(s["jvm_bytes_per_key_end"], "%.0f"),
+                        _n(s["reported_bytes_per_key"], "%.0f"), _n(s["released_bytes_per_key"], "%.0f")]
+            else:
+                row += [_s(s["first_ms"])]
+            row += ["%s-%s" % (r.get("load_before"), r.get("load_after"))]
+            rows.append(row)
+        t, m = _table(header, rows)
+        text += t
+        md += m
+        if failures:
+            text += ["  " + f for f in failures]
+            md += [""] + ["- " + f.replace("\n    ", " ") for f in failures]
+        if w["preload"]:
+            note = ("B/key heap: driver JVM used heap (after System.gc()) after the preload minus "
+                    "before the query started (after a one-batch warm-up query), / K; heap end: "
+                    "the same after the last update batch; reported: memoryUsedBytes after the "
+                    "preload / K; released: heap freed by stopping the query and closing its "
+                    "stores, / K. RocksDB keeps its state off-heap (not in these figures). Below "
+                    "~1M keys, a few MB of other heap churn moves these by tens of bytes per key.")
+            text.append(note)
+            md += ["", "_" + note + "_"]
+        # Ratios: ours against the built-ins of this shape.
+        summary["shapes"][lab] = {"stats": sh.stats, "ratios": {}}
+        if sh.ours and sh.builtins:
+            header = ["ours", "against"] + [title for _, title in RATIO_METRICS]
+            if w["preload"]:
+                header += ["restart"]
+            rows = []
+            for ours in sh.ours:
+                if ours not in sh.stats:
+                    rows.append([ours, "(%s)" % next(r["status"] for r in sh.runs if r["variant"] == ours)]
+                                + ["-"] * (len(header) - 2))
+                    continue
+                s = sh.stats[ours]
+                fields = [f for f, _ in RATIO_METRICS] + (["restart_ms"] if w["preload"] else [])
+                against: List[Tuple[str, Callable[[str], Tuple[Optional[float], Optional[str]]]]] = [
+                    ("best built-in", lambda f: sh.best(f))]
+                against += [(b, (lambda b: lambda f: (sh.stats[b][f], b))(b)) for b in sh.builtins]
+                ratios = {}
+                for what, fn in against:
+                    cells, rr = [], {}
+                    for f in fields:
+                        v, who = fn(f)
+                        x = _ratio(s[f], v)
+                        rr[f] = {"ratio": x, "against": who}
+                        cells.append(_x(x) + (" (%s)" % who if what == "best built-in" and who else ""))
+                    ratios[what] = rr
+                    rows.append([ours, what] + cells)
+                summary["shapes"][lab]["ratios"][ours] = ratios
+            t, m = _table(header, rows)
+            text += ["", "ratios, ours / built-in (same run; < 1 is better):"] + t
+            md += ["", "Ratios, ours / built-in (same run; < 1 is better):", ""] + m
+        elif not sh.ours:
+            text += ["", "no variant of ours in this run: ratios against hdfs instead"]
+            if "hdfs" in sh.stats:
+                header = ["variant"] + ["%s / hdfs" % t for _, t in RATIO_METRICS]
+                rows = [[n] + [_x(_ratio(sh.stats[n][f], sh.stats["hdfs"][f])) for f, _ in RATIO_METRICS]
+                        for n in sh.stats]
+                t, m = _table(header, rows)
+                text += t
+                md += ["", "Ratios against hdfs:", ""] + m
+
+    lines, checks = _targets(workload_name, shapes)
+    summary["targets"] = checks
+    if lines:
+        text += ["", "=" * 100, "DESIGN section 8 targets" + (" (quick/custom sizes: indicative only)" if any(
+            sh.w["quick"] or sh.w["custom"] for sh in shapes.values()) else "")] + lines
+        md += ["", "DESIGN targets:", ""] + ["- " + l.strip() for l in lines]
+    return "\n".join(text).lstrip("\n"), "\n".join(md).lstrip("\n") + "\n", summary
+
+
+def _describe(w: Dict) -> str:
+    extra = (" [quick]" if w["quick"] else "") + (" [custom shape]" if w["custom"] else "")
+    if w["preload"]:
+        return "%s: %d partitions, preload %d keys, then %d batches of %d updates, then a restart%s" % (
+            w["label"], w["partitions"], w["keys"], w["batches"], w["rows_per_batch"], extra)
+    return "%s: %d partitions, %d keys, %d batches x %d rows%s" % (
+        w["label"], w["partitions"], w["keys"], w["batches"], w["rows_per_batch"], extra)
+
+
+def _targets(name: str, shapes: Dict[str, "Shape"]) -> Tuple[List[str], List[Dict]]:
+    lines: List[str] = []
+    checks: List[Dict] = []
+    ours = []
+    for sh in shapes.values():
+        ours += [o for o in sh.ours if o not in ours]
+    if not ours:
+        return ["  no variant of ours in this run: nothing to check"], checks
+
+    def check(variant: str, what: str, value: Optional[float], limit: float, unit: str = "x",
+              why_missing: str = "not measured"):
         if value is None:
-            lines.append("  %-55s    -" % what)
+            verdict, shown = "-", "(%s)" % why_missing
         else:
-            lines.append("  %-55s %5.2f  %s (target <= %.2f)" % (what, value, "PASS" if value <= limit else "MISS", limit))
+            verdict = "PASS" if value <= limit else "MISS"
+            shown = ("%.2fx" % value) if unit == "x" else ("%.0f" % value)
+        lim = ("<= %.2fx" % limit) if unit == "x" else ("<= %.0f" % limit)
+        lines.append("  %-4s %-18s %-62s %-12s target %s" % (verdict, variant, what, shown, lim))
+        checks.append({"variant": variant, "target": what, "value": value, "limit": limit, "verdict": verdict})
 
-    for name in stats:
-        if VARIANTS[name]["builtin"]:
-            continue
-        s = stats[name]
-        lines.append("targets for %s:" % VARIANTS[name]["label"])
-        ratio = lambda a, b: None if a is None or b in (None, 0) else a / b
-        if w.name == "W1":
-            check("batch time / best built-in", ratio(s["ms"], best("ms")), 0.5)
-            check("commit time / best built-in", ratio(s["commit_ms"], best("commit_ms")), 0.1)
-            check("state files / best built-in", ratio(s["files"], best("files")), 0.01)
-        elif w.name == "W2":
-            check("batch time / best built-in", ratio(s["ms"], best("ms")), 0.6)
-            check("commit time / best built-in", ratio(s["commit_ms"], best("commit_ms")), 0.25)
+    def status(sh: "Shape", v: str) -> str:
+        return next((r["status"] for r in sh.runs if r["variant"] == v), "not run")
+
+    for v in ours:
+        if name in ("W1", "W2"):
+            sh = list(shapes.values())[0]
+            if v not in sh.stats:
+                lines.append("  MISS %-18s run %s" % (v, status(sh, v)))
+                checks.append({"variant": v, "target": "run", "verdict": "MISS", "value": status(sh, v)})
+                continue
+            s = sh.stats[v]
+            limits = {"W1": [("ms", 0.5), ("commit_ms", 0.1), ("files", 0.01)],
+                      "W2": [("ms", 0.6), ("commit_ms", 0.25)]}[name]
+            for f, lim in limits:
+                best, who = sh.best(f)
+                title = dict(RATIO_METRICS)[f]
+                check(v, "%s time / best built-in (%s)" % (title, who) if f != "files"
+                      else "state files per batch / best built-in (%s)" % who,
+                      _ratio(s[f], best), lim, why_missing="no built-in measured")
         else:
-            rocks = [n for n in stats if n.startswith("rocksdb")]
-            rbest = lambda f: min((stats[n][f] for n in rocks if stats[n][f] is not None), default=None)
-            check("batch time / best RocksDB", ratio(s["ms"], rbest("ms")), 0.5)
-            check("restart time / best RocksDB", ratio(s["restart_ms"], rbest("restart_ms")), 0.3)
-            if s["bytes_per_key"] is not None:
-                lines.append("  %-55s %5.0f  %s (target <= 80)" % (
-                    "heap bytes per key (reported)", s["bytes_per_key"],
-                    "PASS" if s["bytes_per_key"] <= 80 else "MISS"))
-    return lines
+            by_k = {sh.w["keys"]: sh for sh in shapes.values()}
+            ks = sorted(by_k)
+            big = max(ks)
+            # "no OOM at 3M" (at the largest K of this run when 3M was not run).
+            st = status(by_k[big], v)
+            what = "runs at K=%d without OOM" % big
+            lines.append("  %-4s %-18s %-62s %-12s target ok" % ("PASS" if st == "ok" else "MISS", v, what, st))
+            checks.append({"variant": v, "target": what, "value": st, "verdict": "PASS" if st == "ok" else "MISS"})
+            small = min(ks)
+            if small != big and v in by_k[big].stats and v in by_k[small].stats:
+                check(v, "batch at K=%d / batch at K=%d" % (big, small),
+                      _ratio(by_k[big].stats[v]["ms"], by_k[small].stats[v]["ms"]), 1.2)
+            for k in ks:
+                sh = by_k[k]
+                if v not in sh.stats:
+                    continue
+                s = sh.stats[v]
+                rb, rwho = sh.best("ms", sh.rocksdb())
+                check(v, "K=%d batch / best RocksDB (%s)" % (k, rwho), _ratio(s["ms"], rb), 0.5,
+                      why_missing="no RocksDB run")
+                rr, rrwho = sh.best("restart_ms", sh.rocksdb())
+                check(v, "K=%d restart / best RocksDB (%s)" % (k, rrwho), _ratio(s["restart_ms"], rr), 0.3,
+                      why_missing="no RocksDB run")
+                check(v, "K=%d heap bytes per key (JVM heap growth, preload)" % k, s["jvm_bytes_per_key"], 80,
+                      unit="B")
+                check(v, "K=%d heap bytes per key (JVM heap growth, end)" % k, s["jvm_bytes_per_key_end"], 80,
+                      unit="B")
+                check(v, "K=%d heap bytes per key (memoryUsedBytes)" % k, s["reported_bytes_per_key"], 80,
+                      unit="B")
+    return lines, checks

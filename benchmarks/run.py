@@ -1,174 +1,303 @@
 """
-Benchmarks of shared/DESIGN.md section 8: each workload run with Spark's built-in state store
-providers and with ours, side by side in one run, one fresh driver JVM per variant.
+Benchmarks of shared/DESIGN.md section 8: one workload run with Spark's built-in state store
+providers and ours, side by side in one run, each provider in its own fresh Python process
+and driver JVM (local[2], default 1 GiB heap).
 
     .venv/bin/python benchmarks/run.py --workload W2
-    .venv/bin/python benchmarks/run.py --workload W1 --variants hdfs,rocksdb-changelog,heap-fs
-    .venv/bin/python benchmarks/run.py --workload W3 --keys 3000000
+    .venv/bin/python benchmarks/run.py --workload W1 --providers hdfs,rocksdb-changelog,heap-fs
+    .venv/bin/python benchmarks/run.py --workload W3 --keys 100k,1M,3M
+    .venv/bin/python benchmarks/run.py --workload W2 --quick            # smoke test, ~10x smaller
+    .venv/bin/python benchmarks/run.py --workload W2 --providers hdfs,big \\
+        --variant big=heap-fs:spark.sql.streaming.checkpointStorage.fileStateSizeThreshold=1m
+
+Results: per-batch lines while running, then a summary (means, ratios against the best
+built-in of the same run, DESIGN targets PASS/MISS); benchmarks/results/<label>-<time>.json,
+.md and .png. See benchmarks/README.md.
 """
 import argparse
 import json
 import os
-import shutil
+import platform
+import queue
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from variants import VARIANTS  # noqa: E402
-from workloads import Workload, workload, write_inputs  # noqa: E402
 import report  # noqa: E402
+import variants as variants_mod  # noqa: E402
+from workloads import W3_KEYS, Workload, input_dir, parse_count, workload, write_inputs  # noqa: E402
+
+OOM_MARKERS = ("OutOfMemoryError", "Java heap space", "GC overhead limit exceeded")
 
 
-def _count_files(path: str, under=("state", "state-packs")) -> int:
-    total = 0
-    for sub in under:
-        for _, _, files in os.walk(os.path.join(path, sub)):
-            total += len(files)
-    return total
+def _load() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
-def child(args) -> int:
-    """Runs one variant in this process and prints one JSON line per event."""
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
-
-    w = workload(args.workload, args.keys, args.quick)
-    variant = VARIANTS[args.variant]
-    builder = (SparkSession.builder.master("local[2]").appName("bench %s %s" % (w.name, args.variant))
-               .config("spark.sql.shuffle.partitions", w.partitions)
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
-    for k, v in variant["conf"].items():
-        builder = builder.config(k, v)
-    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    inputs = write_inputs(spark, w, os.path.join(args.workdir, "input-%s-%dk-%dx%d" % (
-        w.name, w.keys // 1000, w.batches, w.rows_per_batch)))
-    run_dir = os.path.join(args.workdir, "run-%s-%s" % (w.name, args.variant))
-    shutil.rmtree(run_dir, ignore_errors=True)
-    source, checkpoint = os.path.join(run_dir, "source"), os.path.join(run_dir, "checkpoint")
-    os.makedirs(source)
-    jvm = spark.sparkContext._jvm
-
-    def used_heap() -> int:
-        for _ in range(3):
-            jvm.java.lang.System.gc()
-            time.sleep(0.2)
-        rt = jvm.java.lang.Runtime.getRuntime()
-        return rt.totalMemory() - rt.freeMemory()
-
-    def start():
-        stream = (spark.readStream.schema("key long, amount long")
-                  .option("maxFilesPerTrigger", 1).parquet(source))
-        return (stream.groupBy("key").agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
-                .writeStream.outputMode("update").format("noop")
-                .option("checkpointLocation", checkpoint).start())
-
-    def emit(**event):
-        print("@@" + json.dumps(event), flush=True)
-
-    heap_before = used_heap()
-    query = start()
-    updates = w.batches + (1 if w.preload else 0)
-    for i, f in enumerate(inputs[:updates]):
-        files_before = _count_files(checkpoint)
-        shutil.copy(f, os.path.join(source, os.path.basename(f)))
-        query.processAllAvailable()
-        p = query.lastProgress
-        op = p["stateOperators"][0]
-        emit(event="batch", batch=i, ms=p["durationMs"].get("triggerExecution", 0),
-             commit_ms=op.get("commitTimeMs", 0), keys=op["numRowsTotal"],
-             memory=op["memoryUsedBytes"], state_files=_count_files(checkpoint) - files_before,
-             preload=w.preload and i == 0)
-    if w.preload:
-        heap_after = used_heap()
-        emit(event="heap", keys=w.keys, jvm_heap_per_key=(heap_after - heap_before) / w.keys,
-             reported_per_key=op["memoryUsedBytes"] / max(op["numRowsTotal"], 1))
-    query.stop()
-    if w.restart:
-        # A new run of the query loads all state before its first batch completes.
-        query = start()
-        shutil.copy(inputs[updates], os.path.join(source, os.path.basename(inputs[updates])))
-        t = time.time()
-        query.processAllAvailable()
-        p = query.lastProgress
-        emit(event="restart", ms=p["durationMs"].get("triggerExecution", 0),
-             wall_ms=int((time.time() - t) * 1000), keys=p["stateOperators"][0]["numRowsTotal"])
-        query.stop()
-    spark.stop()
-    return 0
+def _fmt_s(ms) -> str:
+    return "-" if ms is None else "%.2f s" % (ms / 1000)
 
 
-def run_variant(args, name: str, w: Workload) -> Dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--variant", name,
-           "--workload", args.workload, "--workdir", args.workdir, "--keys", str(args.keys)]
-    if args.quick:
-        cmd.append("--quick")
-    label = "%s %s" % (w.name, name)
-    result: Dict = {"variant": name, "batches": [], "status": "ok"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    total = w.batches + (1 if w.preload else 0)
-    for line in proc.stdout:
-        if not line.startswith("@@"):
-            continue
-        event = json.loads(line[2:])
-        if event["event"] == "batch":
-            result["batches"].append(event)
-            print("[%s] batch %d/%d%s: %6.2f s, commit %6.3f s, %8d keys, %4d state files"
-                  % (label, event["batch"] + 1, total, " (preload)" if event["preload"] else "",
-                     event["ms"] / 1000, event["commit_ms"] / 1000, event["keys"],
-                     event["state_files"]), flush=True)
-        elif event["event"] == "heap":
-            result["heap"] = event
-            print("[%s] heap: %.0f bytes/key (JVM heap growth), %.0f bytes/key (reported)"
-                  % (label, event["jvm_heap_per_key"], event["reported_per_key"]), flush=True)
-        elif event["event"] == "restart":
-            result["restart"] = event
-            print("[%s] restart: first batch %.2f s" % (label, event["ms"] / 1000), flush=True)
-    err = proc.stderr.read()
-    proc.wait()
-    if proc.returncode != 0:
-        result["status"] = "OOM" if "OutOfMemoryError" in err else "failed"
-        lines = [l for l in err.splitlines() if "Error" in l or "Exception" in l]
-        result["error"] = lines[0][:300] if lines else err[-300:]
-        print("[%s] %s: %s" % (label, result["status"], result["error"]), flush=True)
+def _first_cause(text: str) -> Optional[str]:
+    """The root cause of a JVM stack trace: its last 'Caused by:' line, else its first exception line."""
+    causes = re.findall(r"Caused by: ([^\n]+)", text)
+    if causes:
+        return causes[-1].strip()[:300]
+    m = re.search(r"^\s*((?:[a-z]\w*\.)+\w*(?:Exception|Error)\b[^\n]*)", text, re.M)
+    return m.group(1).strip()[:300] if m else None
+
+
+def _progress_line(tag: str, b: Dict) -> str:
+    what = "batch %d/%d%s" % (b["batch"] + 1, b["total"], " (preload)" if b.get("preload") else "")
+    packs = " (%d of them packs)" % b["pack_files"] if b["pack_files"] else ""
+    return ("[%s] %s: %s, addBatch %s, commit %s, %d state files%s, %d rows, mem %.1f MB, GC %d ms"
+            % (tag, what, _fmt_s(b["ms"]), _fmt_s(b["addBatch_ms"]), _fmt_s(b["commitTimeMs"]),
+               b["state_files"] + b["pack_files"], packs, b["numRowsTotal"], b["memoryUsedBytes"] / 1e6, b["gc_ms"]))
+
+
+def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], extra_conf: Dict) -> Dict:
+    """Runs one variant in a fresh Python process (and so a fresh driver JVM); never raises."""
+    tag = "%s %s" % (w.label, name)
+    run_dir = os.path.join(args.workdir, "runs", "%s-%s" % (w.label, name))
+    logs = os.path.join(args.workdir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    params_file = os.path.join(args.workdir, "runs", "%s-%s.params.json" % (w.label, name))
+    log_file = os.path.join(logs, "%s-%s.log" % (w.label, name))
+    with open(params_file, "w") as f:
+        json.dump({"workload": w.as_dict(), "variant": dict(variant, name=name), "inputs": inputs,
+                   "run_dir": run_dir, "extra_conf": extra_conf,
+                   "heap_warmup": not args.no_heap_warmup}, f, indent=1)
+    result: Dict = {"variant": name, "label": variant["label"], "builtin": variant["builtin"],
+                    "conf": variant["conf"], "workload": w.as_dict(), "status": "ok", "batches": [],
+                    "log": log_file, "load_before": _load()}
+    cmd = [sys.executable, os.path.join(HERE, "measure.py"), params_file]
+    started = time.time()
+    events: "queue.Queue[Optional[str]]" = queue.Queue()
+    with open(log_file, "w") as log:
+        log.write("$ %s\n" % " ".join(cmd))
+        log.flush()
+        # Own session: on a timeout the whole group (Python and its JVM) is killed, nothing else.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=os.path.dirname(HERE),
+                                start_new_session=True)
+
+        def pump():
+            for line in proc.stdout:
+                events.put(line)
+            events.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = started + args.timeout
+        timed_out = False
+        other: List[str] = []
+        while True:
+            try:
+                line = events.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
+                timed_out = True
+                break
+            if line is None:
+                break
+            if not line.startswith("@@"):
+                other.append(line)
+                continue
+            e = json.loads(line[2:])
+            kind = e.pop("event")
+            if kind == "jvm":
+                result["jvm"] = e
+                print("[%s] driver JVM pid %d, max heap %.0f MiB, Spark %s, provider %s"
+                      % (tag, e["pid"], e["max_heap"] / 2**20, e["spark_version"],
+                         e["conf"].get(variants_mod.PROVIDER)), flush=True)
+            elif kind == "batch":
+                result["batches"].append(e)
+                print(_progress_line(tag, e), flush=True)
+            elif kind == "heap":
+                result["heap"] = e
+                rss = (e["rss_after_preload"] - e["rss_before"]) / 1e6 if e.get("rss_before") else None
+                print("[%s] heap: %.0f B/key after the preload, %.0f B/key after the updates (JVM used heap "
+                      "growth), %.0f B/key (memoryUsedBytes), %s B/key freed on stop; driver RSS +%s MB; stores %s"
+                      % (tag, e["jvm_heap_per_key"], e["jvm_heap_per_key_after_updates"], e["reported_per_key"],
+                         "%.0f" % e["released_per_key"] if e.get("released_per_key") is not None else "-",
+                         "%.0f" % rss if rss is not None else "-", e.get("unload")), flush=True)
+            elif kind == "restart":
+                result["restart"] = e
+                print("[%s] restart: first batch %s (query start to batch done %s), commit %s, "
+                      "%d rows, %d state files" % (tag, _fmt_s(e["ms"]), _fmt_s(e["start_to_done_ms"]),
+                                                   _fmt_s(e["commitTimeMs"]), e["numRowsTotal"],
+                                                   e["state_files"] + e["pack_files"]), flush=True)
+            elif kind == "error":
+                result["child_error"] = e
+            elif kind == "done":
+                result["done"] = True
+        if timed_out:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        rc = proc.wait()
+        if other:
+            log.write("\n--- child stdout ---\n" + "".join(other))
+    result["returncode"] = rc
+    result["elapsed_s"] = round(time.time() - started, 1)
+    result["load_after"] = _load()
+    with open(log_file, errors="replace") as f:
+        log_text = f.read()
+    err = result.get("child_error") or {}
+    if timed_out:
+        result["status"] = "timeout"
+        result["error"] = "killed after %d s (--timeout)" % args.timeout
+    elif rc != 0 or not result.get("done"):
+        haystack = log_text + "\n" + err.get("message", "")
+        result["status"] = "OOM" if any(m in haystack for m in OOM_MARKERS) or rc == 52 else "failed"
+        first = err.get("first_line")
+        if result["status"] == "OOM":
+            first = next((l.strip() for l in haystack.splitlines() if any(m in l for m in OOM_MARKERS)), first)
+        if not first:
+            first = next((l.strip() for l in log_text.splitlines() if "Error" in l or "Exception" in l),
+                         "exit code %s" % rc)
+        result["error"] = first[:500]
+        result["cause"] = _first_cause(err.get("message", "") + "\n" + log_text)
+    if result["status"] != "ok":
+        print("[%s] %s after %.0f s: %s" % (tag, result["status"], result["elapsed_s"], result["error"]), flush=True)
+        if result.get("cause") and result["cause"] not in result["error"]:
+            print("[%s]   cause: %s" % (tag, result["cause"]), flush=True)
+        print("[%s]   log: %s" % (tag, log_file), flush=True)
     return result
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workload", required=True, choices=["W1", "W2", "W3"])
-    parser.add_argument("--variants", default=None,
-                        help="comma-separated, of: " + ", ".join(VARIANTS))
-    parser.add_argument("--keys", type=int, default=0, help="W3: number of preloaded keys")
-    parser.add_argument("--quick", action="store_true", help="10x smaller, 3 batches: a smoke test")
-    parser.add_argument("--workdir", default=os.path.join(HERE, "results", "work"))
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--variant", help=argparse.SUPPRESS)
+    parser.add_argument("--workload", choices=["W1", "W2", "W3"])
+    parser.add_argument("--report", metavar="RESULTS.json",
+                        help="print the summary of an earlier run's JSON again (nothing is run)")
+    parser.add_argument("--providers", "--variants", dest="providers", default=None,
+                        help="comma-separated variants, run in this order (default: %s; predefined: %s)"
+                        % (",".join(variants_mod.DEFAULT), ", ".join(variants_mod.VARIANTS)))
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME[=BASE]:k=v,...",
+                        help="define another variant (repeatable); name it in --providers to run it")
+    parser.add_argument("--conf", action="append", default=[], metavar="k=v",
+                        help="Spark setting for every variant's session (repeatable)")
+    parser.add_argument("--keys", default=None,
+                        help="W3: comma-separated K (e.g. 100k,1M,3M; default all three); W1/W2: key count")
+    parser.add_argument("--quick", action="store_true", help="10x fewer keys and rows, 3 batches: a smoke test")
+    parser.add_argument("--partitions", type=int, help="override the shuffle partitions (custom shape)")
+    parser.add_argument("--batches", type=int, help="override the number of timed batches (custom shape)")
+    parser.add_argument("--rows", type=int, help="override rows per batch (custom shape)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="leading batches left out of the means (default 1: query start / W3 preload)")
+    parser.add_argument("--timeout", type=int, default=None,
+                        help="seconds per variant run before it is killed (default 1800; W3 3600)")
+    parser.add_argument("--workdir", default=os.path.join(HERE, "results", "work"),
+                        help="inputs, checkpoints, logs (default benchmarks/results/work)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where results go")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--no-heap-warmup", action="store_true",
+                        help="W3: take the heap baseline without first running a one-batch warm-up query")
     args = parser.parse_args(argv)
-    if args.child:
-        return child(args)
+    if args.report:
+        with open(args.report) as f:
+            doc = json.load(f)
+        text, _, _ = report.summarize(doc["results"], doc.get("warmup", 1), doc["workload"])
+        print(text)
+        return 0
+    if not args.workload:
+        parser.error("--workload is required")
+    args.workdir = os.path.abspath(args.workdir)
+    if args.timeout is None:
+        args.timeout = 3600 if args.workload == "W3" else 1800
 
-    w = workload(args.workload, args.keys, args.quick)
-    default = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver"]
-    names = args.variants.split(",") if args.variants else default
-    print(w.describe(), flush=True)
-    results = [run_variant(args, n, w) for n in names]
-    text, markdown = report.summarize(w, results)
-    print("\n" + text)
-    out = os.path.join(HERE, "results")
-    os.makedirs(out, exist_ok=True)
+    try:
+        names = [n.strip() for n in (args.providers or ",".join(variants_mod.DEFAULT)).split(",") if n.strip()]
+        all_variants = variants_mod.resolve(names, args.variant)
+        extra_conf: Dict[str, str] = {}
+        for c in args.conf:
+            extra_conf.update(variants_mod.parse_confs(c))
+        if args.keys and args.workload == "W3":
+            key_list = [parse_count(k) for k in args.keys.split(",")]
+        elif args.keys:
+            key_list = [parse_count(args.keys)]
+        else:
+            key_list = W3_KEYS if args.workload == "W3" else [None]
+        shapes = [workload(args.workload, k, args.quick, args.partitions, args.batches, args.rows) for k in key_list]
+    except ValueError as e:
+        parser.error(str(e))
+    if "spark.driver.memory" in extra_conf:
+        print("WARNING: --conf spark.driver.memory changes the DESIGN set-up (default 1 GiB heap)", flush=True)
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    with open(os.path.join(out, "%s-%s.json" % (w.name, stamp)), "w") as f:
-        json.dump({"workload": w.__dict__, "results": results}, f, indent=1)
-    with open(os.path.join(out, "%s-%s.md" % (w.name, stamp)), "w") as f:
-        f.write(markdown)
+    host = {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "load_at_start": _load()}
+    try:
+        with open("/proc/meminfo") as f:
+            host["mem_total_kb"] = int(f.readline().split()[1])
+    except OSError:
+        pass
+    print("%s benchmark, variants %s, one fresh driver JVM each; %d cores, load average %s"
+          % (args.workload, ", ".join(names), host["cores"], host["load_at_start"]), flush=True)
+    if host["load_at_start"] and host["cores"] and host["load_at_start"] > host["cores"]:
+        print("WARNING: the machine is busy (load %.1f on %d cores): absolute times will be high; "
+              "compare ratios within this run" % (host["load_at_start"], host["cores"]), flush=True)
+
+    results: List[Dict] = []
+    try:
+        for w in shapes:
+            print("\n" + w.describe(), flush=True)
+            inputs = write_inputs(w, input_dir(args.workdir, w))
+            for name in names:
+                results.append(run_variant(args, name, all_variants[name], w, inputs, extra_conf))
+    except KeyboardInterrupt:
+        print("\ninterrupted: reporting what was measured", flush=True)
+
+    if not results:
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    label = args.workload + ("-quick" if args.quick else "")
+    base = os.path.join(args.out, "%s-%s" % (label, stamp))
+    loads = [r.get("load_before") for r in results] + [r.get("load_after") for r in results]
+    host["load_max_seen"] = max([l for l in loads if l is not None], default=None)
+    doc = {"workload": args.workload, "quick": args.quick, "started": started,
+           "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "command": sys.argv, "host": host,
+           "warmup": args.warmup, "extra_conf": extra_conf,
+           "variants": {n: all_variants[n] for n in names}, "results": results}
+
+    def save():
+        with open(base + ".json", "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+
+    save()  # the measurements are kept even if the report below fails
+    text, markdown, doc["summary"] = report.summarize(results, args.warmup, args.workload)
+    save()
+    print("\n" + text, flush=True)
+    header = ("Benchmark %s, %s, %d cores, load average %s-%s; `%s`\n\n"
+              % (label, started, host["cores"] or 0, host["load_at_start"], host["load_max_seen"],
+                 " ".join(["benchmarks/run.py"] + sys.argv[1:])))
+    with open(base + ".md", "w") as f:
+        f.write(header + markdown)
+    written = [base + ".json", base + ".md"]
+    if not args.no_plot and report_plot(results, base + ".png", "%s (%s)" % (label, started)):
+        written.append(base + ".png")
+    print("\nwritten: " + ", ".join(os.path.relpath(p) for p in written), flush=True)
     return 0
+
+
+def report_plot(results: List[Dict], path: str, title: str) -> bool:
+    try:
+        import plot
+        return plot.plot(results, path, title)
+    except Exception as e:  # noqa: BLE001 - a plot is optional
+        print("no plot: %s" % e, flush=True)
+        return False
 
 
 if __name__ == "__main__":

@@ -1,38 +1,114 @@
-"""The state store set-ups a benchmark compares: Spark's built-ins and ours."""
-from typing import Dict
+"""
+The state store set-ups ("variants") a benchmark compares: Spark's built-in providers and
+ours, each a name mapped to the Spark settings that select it.
+
+More variants come from the command line, so that later storages can be measured without
+editing this file:
+
+    --variant NAME:key=value,key=value            a new variant (ours, unless it selects a
+                                                  built-in provider with Spark's file manager)
+    --variant NAME=BASE:key=value,...             BASE's settings plus these
+    --variant NAME=BASE                           an alias of BASE under another name
+
+A value may itself contain commas: a segment without '=' is glued to the previous value.
+A variant that names no checkpoint file manager gets Spark's own, as in a plain session.
+In values, ``{checkpoint}`` stands for the query's checkpoint folder and ``{run_dir}`` for the
+folder of the variant's run.
+"""
+from typing import Dict, List, Optional
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
+#: Spark 4.3's default checkpoint file manager (on file:// and hdfs://).
 SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
                       "FileContextBasedCheckpointFileManager")
 OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
+
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 STORAGE = "spark.sql.streaming.checkpointStorage"
 
-#: name -> (description, SQL confs); "built-in" variants are what ours is compared against.
+BUILTIN_PROVIDERS = (HDFS, ROCKSDB)
+
+# configure_spark_with_checkpoint_storage() (run for every variant: it adds our jar, plugin
+# and query listener) sets our provider and file manager unless the session names others,
+# so every variant names both explicitly: the built-ins then run exactly as in plain Spark.
 VARIANTS: Dict[str, Dict] = {
     "hdfs": {"label": "HDFSBacked (Spark default)", "builtin": True,
-             "conf": {"spark.sql.streaming.stateStore.providerClass": HDFS,
-                      "spark.sql.streaming.checkpointFileManagerClass": SPARK_FILE_MANAGER}},
+             "conf": {PROVIDER: HDFS, FILE_MANAGER: SPARK_FILE_MANAGER}},
     "rocksdb": {"label": "RocksDB", "builtin": True,
-                "conf": {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, CHANGELOG: "false",
-                         "spark.sql.streaming.checkpointFileManagerClass": SPARK_FILE_MANAGER}},
+                "conf": {PROVIDER: ROCKSDB, CHANGELOG: "false", FILE_MANAGER: SPARK_FILE_MANAGER}},
     "rocksdb-changelog": {"label": "RocksDB + changelog", "builtin": True,
-                          "conf": {"spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-                                   CHANGELOG: "true",
-                                   "spark.sql.streaming.checkpointFileManagerClass": SPARK_FILE_MANAGER}},
-    # Our provider alone, writing through Spark's own file manager (issue: provider).
+                          "conf": {PROVIDER: ROCKSDB, CHANGELOG: "true",
+                                   FILE_MANAGER: SPARK_FILE_MANAGER}},
+    # Our provider alone, its files written through Spark's own file manager.
     "heap": {"label": "Heap provider", "builtin": False,
-             "conf": {"spark.sql.streaming.stateStore.providerClass": HEAP,
-                      "spark.sql.streaming.checkpointFileManagerClass": SPARK_FILE_MANAGER}},
+             "conf": {PROVIDER: HEAP, FILE_MANAGER: SPARK_FILE_MANAGER}},
     # Our provider with our file manager and each checkpoint storage.
     "heap-fs": {"label": "Heap + FileSystemCheckpointStorage", "builtin": False,
-                "conf": {"spark.sql.streaming.stateStore.providerClass": HEAP,
-                         "spark.sql.streaming.checkpointFileManagerClass": OUR_FILE_MANAGER,
-                         STORAGE: "filesystem"}},
+                "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "filesystem"}},
+    # {checkpoint} is replaced by the query's checkpoint folder (see measure.py): without a
+    # checkpoint path the driver storage keeps state in driver heap only, and refuses restarts.
     "heap-driver": {"label": "Heap + DriverCheckpointStorage (with path)", "builtin": False,
-                    "conf": {"spark.sql.streaming.stateStore.providerClass": HEAP,
-                             "spark.sql.streaming.checkpointFileManagerClass": OUR_FILE_MANAGER,
-                             STORAGE: "driver"}},
+                    "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "driver",
+                             STORAGE + ".checkpointPath": "{checkpoint}"}},
 }
+
+DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver"]
+
+
+def parse_confs(text: str) -> Dict[str, str]:
+    """'a=1,b=x,y' -> {'a': '1', 'b': 'x,y'} (a segment without '=' continues the last value)."""
+    confs: Dict[str, str] = {}
+    last: Optional[str] = None
+    for seg in text.split(","):
+        if "=" in seg:
+            k, v = seg.split("=", 1)
+            k = k.strip()
+            if not k:
+                raise ValueError("empty setting name in %r" % text)
+            confs[k], last = v.strip(), k
+        elif seg.strip():
+            if last is None:
+                raise ValueError("expected key=value in %r" % text)
+            confs[last] += "," + seg.strip()
+    return confs
+
+
+def is_builtin(conf: Dict[str, str]) -> bool:
+    """A built-in set-up: Spark's own provider through Spark's own file manager."""
+    return conf.get(PROVIDER, HEAP) in BUILTIN_PROVIDERS and conf.get(FILE_MANAGER) in (None, SPARK_FILE_MANAGER)
+
+
+def define(spec: str, variants: Dict[str, Dict]) -> str:
+    """Adds the variant of one ``--variant`` argument to ``variants``; returns its name."""
+    head, _, confs_text = spec.partition(":")
+    name, _, base = head.partition("=")
+    name, base = name.strip(), base.strip()
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise ValueError("bad variant name in %r (letters, digits, - _ .)" % spec)
+    if base and base not in variants:
+        raise ValueError("unknown base variant %r in %r (known: %s)" % (base, spec, ", ".join(variants)))
+    conf = dict(variants[base]["conf"]) if base else {}
+    conf.update(parse_confs(confs_text))
+    if PROVIDER not in conf:
+        raise ValueError("variant %r sets no %s (give it, or a base: NAME=BASE:...)" % (name, PROVIDER))
+    # As in a plain Spark session (configure_spark_with_checkpoint_storage would otherwise put ours).
+    conf.setdefault(FILE_MANAGER, SPARK_FILE_MANAGER)
+    variants[name] = {"label": name + (" (%s + settings)" % base if base and confs_text else
+                                       " (= %s)" % base if base else ""),
+                      "builtin": is_builtin(conf), "conf": conf, "spec": spec}
+    return name
+
+
+def resolve(names: List[str], specs: List[str]) -> Dict[str, Dict]:
+    """The predefined variants plus those of ``specs``; checks that every name in ``names`` exists."""
+    variants = {k: dict(v) for k, v in VARIANTS.items()}
+    for spec in specs:
+        define(spec, variants)
+    unknown = [n for n in names if n not in variants]
+    if unknown:
+        raise ValueError("unknown provider variant(s) %s (known: %s)" % (", ".join(unknown), ", ".join(variants)))
+    return variants

@@ -1,64 +1,172 @@
-"""The workloads of shared/DESIGN.md section 8, and their input files."""
+"""
+The workloads of shared/DESIGN.md section 8 and their parquet input files.
+
+Every workload is the same query: a parquet file source read one file per trigger
+(``maxFilesPerTrigger=1``), ``groupBy(key).agg(count, sum)``, update mode, noop sink, on
+``local[2]`` with the default 1 GiB driver heap. They differ in shape:
+
+- W1: 200 shuffle partitions, 10k keys, 10 batches x 10k rows
+- W2: 8 shuffle partitions, 100k keys, 10 batches x 100k rows
+- W3: 4 shuffle partitions, a preload batch holding each of K keys once, then 10 batches of
+  20k updates of existing keys, then a restart (a new query on the same checkpoint) timed
+  on its first batch; K = 100k, 1M, 3M
+
+W1 and W2 batches are permutations of all keys (each batch updates every key once when
+rows == keys), so the state has its full size from the first batch on and later batches
+are steady state. W3 update batches are 20k distinct keys drawn at random from the K.
+
+Input files are written with pyarrow (no JVM involved, so no provider's JVM pays for them),
+once per shape, under ``<workdir>/inputs/`` and reused by every provider and later runs.
+"""
 import os
 import shutil
-from dataclasses import dataclass
-from typing import List
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional
+
+#: Bump when the generated data changes, so that cached inputs are rewritten.
+INPUT_FORMAT = 2
 
 
 @dataclass(frozen=True)
 class Workload:
-    name: str
+    name: str  # W1, W2, W3
     partitions: int
     keys: int
+    #: timed batches after the first (W1/W2: all batches; W3: update batches after the preload)
     batches: int
     rows_per_batch: int
-    #: W3: the first batch holds every key once (the preload), later batches update keys.
+    #: W3: batch 0 holds every key once, later batches update existing keys.
     preload: bool = False
+    #: W3: after the batches, stop the query, start a new one on the checkpoint, time batch 1.
     restart: bool = False
+    quick: bool = False
+    #: True when a command-line override changed the DESIGN shape (targets then indicative).
+    custom: bool = False
+
+    @property
+    def label(self) -> str:
+        """W1, W2, or W3-1M: what the progress lines and result files are called."""
+        return "%s-%s" % (self.name, human(self.keys)) if self.name == "W3" else self.name
+
+    @property
+    def total_batches(self) -> int:
+        """Batches of the first query run (the restart's batch not included)."""
+        return self.batches + (1 if self.preload else 0)
+
+    @property
+    def input_files(self) -> int:
+        return self.total_batches + (1 if self.restart else 0)
 
     def describe(self) -> str:
+        extra = (" [quick]" if self.quick else "") + (" [custom shape]" if self.custom else "")
         if self.preload:
-            return ("%s: %d partitions, preload %d keys, then %d batches of %d updates, then a restart"
-                    % (self.name, self.partitions, self.keys, self.batches, self.rows_per_batch))
-        return ("%s: %d partitions, %d keys, %d batches x %d rows"
-                % (self.name, self.partitions, self.keys, self.batches, self.rows_per_batch))
+            return ("%s: %d partitions, preload %s keys, then %d batches of %s updates, then a restart%s"
+                    % (self.label, self.partitions, human(self.keys), self.batches,
+                       human(self.rows_per_batch), extra))
+        return ("%s: %d partitions, %s keys, %d batches x %s rows%s"
+                % (self.label, self.partitions, human(self.keys), self.batches,
+                   human(self.rows_per_batch), extra))
+
+    def as_dict(self) -> Dict:
+        d = asdict(self)
+        d["label"] = self.label
+        d["total_batches"] = self.total_batches
+        return d
 
 
-def workload(name: str, keys: int = 0, quick: bool = False) -> Workload:
-    scale = 10 if quick else 1
-    if name == "W1":
-        return Workload("W1", 200, 10000 // scale, 3 if quick else 10, 10000 // scale)
-    if name == "W2":
-        return Workload("W2", 8, 100000 // scale, 3 if quick else 10, 100000 // scale)
+#: DESIGN section 8 shapes: (partitions, keys, batches, rows per batch).
+DESIGN_SHAPES = {
+    "W1": (200, 10_000, 10, 10_000),
+    "W2": (8, 100_000, 10, 100_000),
+    "W3": (4, 100_000, 10, 20_000),
+}
+#: DESIGN section 8: the W3 key counts.
+W3_KEYS = [100_000, 1_000_000, 3_000_000]
+
+
+def parse_count(text: str) -> int:
+    """'100k' -> 100000, '3M' -> 3000000, '2500' -> 2500."""
+    t = text.strip().lower().replace("_", "")
+    mult = 1
+    if t.endswith("k"):
+        mult, t = 1000, t[:-1]
+    elif t.endswith("m"):
+        mult, t = 1_000_000, t[:-1]
+    value = float(t) * mult
+    if value <= 0 or value != int(value):
+        raise ValueError("not a positive whole count: %r" % text)
+    return int(value)
+
+
+def human(n: int) -> str:
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return ("%.1fM" % (n / 1e6)).replace(".0M", "M")
+    if n >= 1000 and n % 100 == 0:
+        return ("%.1fk" % (n / 1e3)).replace(".0k", "k")
+    return str(n)
+
+
+def workload(name: str, keys: Optional[int] = None, quick: bool = False,
+             partitions: Optional[int] = None, batches: Optional[int] = None,
+             rows: Optional[int] = None) -> Workload:
+    """The DESIGN shape of ``name``; ``quick`` divides keys and rows by 10 and runs 3 batches."""
+    if name not in DESIGN_SHAPES:
+        raise ValueError("unknown workload %s (one of %s)" % (name, ", ".join(DESIGN_SHAPES)))
+    p, k, b, r = DESIGN_SHAPES[name]
+    custom = False
+    if keys is not None:
+        # W3's key count is its parameter, not a change of shape (quick still divides it).
+        custom = custom or (name != "W3" and keys != k)
+        k = keys
+    if quick:
+        k, r, b = max(k // 10, 1), max(r // 10, 1), 3
+    if partitions is not None:
+        custom, p = custom or partitions != p, partitions
+    if batches is not None:
+        custom, b = custom or batches != b, batches
+    if rows is not None:
+        custom, r = custom or rows != r, rows
     if name == "W3":
-        k = keys or 100000
-        return Workload("W3-%dk" % (k // 1000), 4, k // scale, 3 if quick else 5, 20000 // scale,
-                        preload=True, restart=True)
-    raise ValueError("unknown workload %s" % name)
+        r = min(r, k)  # updates are distinct existing keys
+        return Workload("W3", p, k, b, r, preload=True, restart=True, quick=quick, custom=custom)
+    return Workload(name, p, k, b, r, quick=quick, custom=custom)
 
 
-def write_inputs(spark, w: Workload, folder: str) -> List[str]:
-    """One parquet file per trigger, written once per workload and reused by every variant."""
-    from pyspark.sql import functions as F
+def input_dir(workdir: str, w: Workload) -> str:
+    return os.path.join(workdir, "inputs", "%s-k%d-b%d-r%d-v%d" % (
+        w.name, w.keys, w.input_files, w.rows_per_batch, INPUT_FORMAT))
+
+
+def write_inputs(w: Workload, folder: str) -> List[str]:
+    """
+    Writes the workload's input files (one per trigger, ``batch-NNN.parquet``, columns
+    ``key long, amount long``) unless they are there already; returns their paths in order.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     done = os.path.join(folder, "_complete")
-    if os.path.exists(done):
-        return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet"))
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    batches = w.batches + (2 if w.preload else 0)  # preload + updates + one after the restart
-    for b in range(batches):
-        if w.preload and b == 0:
-            df = spark.range(w.keys).select(F.col("id").alias("key"), (F.col("id") % 100).alias("amount"))
-        else:
-            n = w.rows_per_batch
-            df = spark.range(n).select(
-                ((F.col("id") * 7919 + F.lit(b) * 104729) % w.keys).alias("key"),
-                (F.col("id") % 100).alias("amount"))
-        tmp = os.path.join(folder, "tmp")
-        df.coalesce(1).write.parquet(tmp)
-        part = [f for f in os.listdir(tmp) if f.endswith(".parquet")][0]
-        os.rename(os.path.join(tmp, part), os.path.join(folder, "batch-%03d.parquet" % b))
-        shutil.rmtree(tmp)
-    open(done, "w").close()
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet"))
+    if not os.path.exists(done):
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        rng = np.random.default_rng(20261122)
+        for b in range(w.input_files):
+            if w.preload and b == 0:
+                keys = rng.permutation(w.keys)
+            elif w.preload:
+                keys = rng.choice(w.keys, size=w.rows_per_batch, replace=False)
+            else:
+                # W1/W2: the rows cycle through every key; each batch is shuffled.
+                keys = rng.permutation(np.arange(w.rows_per_batch) % w.keys)
+            amount = rng.integers(0, 100, size=len(keys))
+            table = pa.table({"key": pa.array(keys, pa.int64()), "amount": pa.array(amount, pa.int64())})
+            tmp = os.path.join(folder, "_batch-%03d.parquet.tmp" % b)
+            pq.write_table(table, tmp)
+            os.rename(tmp, os.path.join(folder, "batch-%03d.parquet" % b))
+        open(done, "w").close()
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                   if f.startswith("batch-") and f.endswith(".parquet"))
+    if len(files) != w.input_files:
+        raise RuntimeError("%s holds %d input files, expected %d; delete it" % (folder, len(files), w.input_files))
+    return files
