@@ -2,7 +2,7 @@
 Spark, checked exactly against the same computation in batch mode over the same input:
 
 - ``local``: ``local[2]``;
-- ``restart``: the queries stop after three files; a new driver process starts them again
+- ``restart``: the queries stop after two files; a new driver process starts them again
   on the same checkpoints and feeds the rest;
 - ``local_cluster``: ``local-cluster[2,1,1024]`` (executors in their own JVMs);
 - ``executor_killed``: ``local-cluster``, an executor JVM SIGKILLed while batches run,
@@ -42,12 +42,12 @@ CLUSTER = "local-cluster[2,1,1024]"
 
 #: scenario -> the driver processes it runs, one after the other, on one checkpoint set
 SCENARIOS = {
-    "local": [dict(master=LOCAL, feed=[0, 1, 2, 3, "flush"])],
-    "restart": [dict(master=LOCAL, feed=[0, 1, 2]),
-                dict(master=LOCAL, feed=[3, 4, "flush"])],
-    "local_cluster": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"])],
-    "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, 4, "flush"],
-                             kill_executor_after=[2, 3])],
+    "local": [dict(master=LOCAL, feed=[0, 1, 2, "flush"])],
+    "restart": [dict(master=LOCAL, feed=[0, 1]),
+                dict(master=LOCAL, feed=[2, 3, "flush"])],
+    "local_cluster": [dict(master=CLUSTER, feed=[0, 1, 2, "flush"])],
+    "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"],
+                             kill_executor_after=[1, 2])],
 }
 
 DRIVER = """
