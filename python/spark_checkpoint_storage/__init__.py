@@ -8,13 +8,31 @@ from spark_checkpoint_storage.bundled_jar import (
     JarVersionMismatchError,
     bundled_jar_path,
 )
-from spark_checkpoint_storage.checkpoint_config import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.checkpoint_config import (
+    CheckpointConfig,
+    ExternalizedCheckpointCleanup,
+    configure_spark_with_checkpoint_storage,
+    get_checkpoint_config,
+)
+from spark_checkpoint_storage.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    DriverCheckpointStorage,
+    FileSystemCheckpointStorage,
+)
 from spark_checkpoint_storage.java_gateway import get_gateway
 
 __all__ = [
     "__version__",
     "bundled_jar_path",
+    "CheckpointConfig",
+    "CheckpointStorage",
     "configure_spark_with_checkpoint_storage",
+    "CustomCheckpointStorage",
+    "DriverCheckpointStorage",
+    "ExternalizedCheckpointCleanup",
+    "FileSystemCheckpointStorage",
+    "get_checkpoint_config",
     "get_gateway",
     "JarNotOnClasspathError",
     "JarVersionMismatchError",

@@ -39,6 +39,17 @@ trait CheckpointStorage extends Serializable {
 
   /** The settings that reproduce this storage through configuration (under [[CheckpointStorageOptions.AppPrefix]]). */
   def toConf: Map[String, String]
+
+  // Java-friendly getters, for py4j (Python wrappers) and Java callers.
+
+  /** [[checkpointPath]], or null. */
+  def getCheckpointPath: String = checkpointPath.orNull
+
+  /** [[savepointPath]], or null. */
+  def getSavepointPath: String = savepointPath.orNull
+
+  /** [[toConf]] as a Java map. */
+  def toConfMap: java.util.Map[String, String] = scala.jdk.CollectionConverters.MapHasAsJava(toConf).asJava
 }
 
 /** A user storage named by class in `spark.sql.streaming.checkpointStorage`: needs a public no-arg constructor. */

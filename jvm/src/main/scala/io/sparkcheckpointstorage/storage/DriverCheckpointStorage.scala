@@ -38,6 +38,9 @@ final class DriverCheckpointStorage private (
 
   def maxStateSize: Int = maxStateSizeOpt.getOrElse(DefaultMaxStateSize)
 
+  /** [[maxStateSize]], for Java and Python callers. */
+  def getMaxStateSize: Int = maxStateSize
+
   def withSavepointPath(path: String): DriverCheckpointStorage =
     new DriverCheckpointStorage(checkpointPathOpt, maxStateSizeOpt, Option(path))
 

@@ -49,6 +49,10 @@ final class FileSystemCheckpointStorage private (
   override def writeBufferSize: Int =
     math.max(writeBufferSizeOpt.getOrElse(DefaultWriteBufferSize), minFileSizeThreshold)
 
+  /** [[minFileSizeThreshold]] and [[writeBufferSize]], for Java and Python callers. */
+  def getMinFileSizeThreshold: Int = minFileSizeThreshold
+  def getWriteBufferSize: Int = writeBufferSize
+
   def withSavepointPath(path: String): FileSystemCheckpointStorage =
     new FileSystemCheckpointStorage(checkpointPathValue, thresholdOpt, writeBufferSizeOpt, Option(path))
 

@@ -1,0 +1,177 @@
+"""
+Errors of spark-checkpoint-storage, in the style of ``pyspark.errors``: every exception is a
+:class:`pyspark.errors.PySparkException` with a condition (``getCondition()``), message
+parameters and the plain message (``getMessage()``). Errors raised in the JVM reach Python
+as one of these, carrying the JVM's message and exception class, instead of a raw
+``py4j.protocol.Py4JJavaError``.
+
+Example:
+::
+
+    >>> from spark_checkpoint_storage.checkpoint_storage import FileSystemCheckpointStorage
+    >>> from spark_checkpoint_storage.errors import IllegalCheckpointStorageArgumentException
+    >>> try:
+    ...     FileSystemCheckpointStorage("file:///tmp/cp", file_state_size_threshold=2 ** 30)
+    ... except IllegalCheckpointStorageArgumentException as e:
+    ...     print(e.getCondition())
+    CHECKPOINT_STORAGE.INVALID_ARGUMENT
+"""
+import functools
+from typing import Any, Callable, Dict, Optional, Type, TypeVar
+
+from pyspark.errors import PySparkException
+
+__all__ = [
+    "CheckpointStorageException",
+    "IllegalCheckpointStorageArgumentException",
+    "StateSizeLimitException",
+    "CorruptCheckpointException",
+    "CheckpointNotFoundException",
+    "CheckpointStateException",
+    "SavepointException",
+    "StaticConfigurationException",
+    "ClassicSessionRequiredException",
+    "convert_jvm_exception",
+    "jvm_errors",
+]
+
+
+class CheckpointStorageException(PySparkException):
+    """
+    Base of every error of spark-checkpoint-storage. ``getCondition()`` names the kind of
+    error, ``getMessageParameters()`` holds the message and, for errors raised in the JVM,
+    the JVM exception class (``javaClass``) and stack trace (``javaStackTrace``).
+    """
+
+    CONDITION = "CHECKPOINT_STORAGE.ERROR"
+
+    def __init__(self, message: str, java_class: Optional[str] = None,
+                 java_stack_trace: Optional[str] = None):
+        parameters: Dict[str, str] = {"message": message}
+        if java_class is not None:
+            parameters["javaClass"] = java_class
+        if java_stack_trace is not None:
+            parameters["javaStackTrace"] = java_stack_trace
+        super().__init__(message=message, errorClass=self.CONDITION,
+                         messageParameters=parameters)
+        self.java_class = java_class
+        self.java_stack_trace = java_stack_trace
+
+    def getSqlState(self) -> Optional[str]:
+        return None
+
+    def __str__(self) -> str:
+        return self.getMessage()
+
+
+class IllegalCheckpointStorageArgumentException(CheckpointStorageException, ValueError):
+    """A value or setting is out of range or of the wrong kind (JVM ``IllegalArgumentException``)."""
+
+    CONDITION = "CHECKPOINT_STORAGE.INVALID_ARGUMENT"
+
+
+class StateSizeLimitException(CheckpointStorageException, IOError):
+    """A state file exceeds what the checkpoint storage accepts."""
+
+    CONDITION = "CHECKPOINT_STORAGE.STATE_SIZE_LIMIT"
+
+
+class CorruptCheckpointException(CheckpointStorageException, IOError):
+    """A pack or state file is corrupt, truncated, or belongs to another checkpoint."""
+
+    CONDITION = "CHECKPOINT_STORAGE.CORRUPT_CHECKPOINT"
+
+
+class CheckpointNotFoundException(CheckpointStorageException, FileNotFoundError):
+    """No checkpoint (or no such file) at the given location."""
+
+    CONDITION = "CHECKPOINT_STORAGE.NOT_FOUND"
+
+
+class CheckpointStateException(CheckpointStorageException, RuntimeError):
+    """The checkpoint cannot be used as asked (for example, its heap-only state is gone)."""
+
+    CONDITION = "CHECKPOINT_STORAGE.ILLEGAL_STATE"
+
+
+class SavepointException(CheckpointStorageException, IOError):
+    """A savepoint cannot be taken: bad target, no committed batch, uncommitted batch, ..."""
+
+    CONDITION = "CHECKPOINT_STORAGE.SAVEPOINT"
+
+
+class StaticConfigurationException(CheckpointStorageException, RuntimeError):
+    """A setting that Spark reads only at start-up was set on a running session."""
+
+    CONDITION = "CHECKPOINT_STORAGE.STATIC_CONFIGURATION"
+
+
+class ClassicSessionRequiredException(CheckpointStorageException, RuntimeError):
+    """The operation needs the driver JVM through py4j, which a Spark Connect client has not."""
+
+    CONDITION = "CHECKPOINT_STORAGE.CLASSIC_SESSION_REQUIRED"
+
+
+# JVM exception classes, most specific first, and the Python error each becomes.
+_JAVA_TO_PYTHON = [
+    ("io.sparkcheckpointstorage.savepoint.SavepointException", SavepointException),
+    ("io.sparkcheckpointstorage.storage.StateSizeLimitException", StateSizeLimitException),
+    ("io.sparkcheckpointstorage.coordinator.CorruptPackException", CorruptCheckpointException),
+    ("io.sparkcheckpointstorage.provider.CorruptStateFileException", CorruptCheckpointException),
+    ("java.io.FileNotFoundException", CheckpointNotFoundException),
+    ("java.lang.IllegalArgumentException", IllegalCheckpointStorageArgumentException),
+    ("java.lang.IllegalStateException", CheckpointStateException),
+]
+
+
+def convert_jvm_exception(error: BaseException) -> BaseException:
+    """
+    Turns a ``py4j.protocol.Py4JJavaError`` into the matching :class:`CheckpointStorageException`
+    carrying the JVM message; returns anything else unchanged.
+    """
+    from py4j.protocol import Py4JJavaError
+
+    if not isinstance(error, Py4JJavaError):
+        return error
+    java = error.java_exception
+    try:
+        java_class = str(java.getClass().getName())
+        message = java.getMessage()
+        message = str(message) if message is not None else java_class
+        stack = str(java.toString()) + "".join(
+            "\n\tat %s" % str(e) for e in list(java.getStackTrace())[:20])
+    except Exception:  # the JVM is gone: keep what py4j printed
+        return error
+    kind: Type[CheckpointStorageException] = CheckpointStorageException
+    for name, python_class in _JAVA_TO_PYTHON:
+        if _is_instance(java, name):
+            kind = python_class
+            break
+    return kind(message, java_class=java_class, java_stack_trace=stack)
+
+
+def _is_instance(java: Any, class_name: str) -> bool:
+    cls = java.getClass()
+    while cls is not None:
+        if str(cls.getName()) == class_name:
+            return True
+        cls = cls.getSuperclass()
+    return False
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def jvm_errors(fn: F) -> F:
+    """Decorator: JVM exceptions raised by ``fn`` reach the caller as Python errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return fn(*args, **kwargs)
+        except Py4JJavaError as e:
+            raise convert_jvm_exception(e) from None
+
+    return wrapper  # type: ignore[return-value]

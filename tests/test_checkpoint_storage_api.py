@@ -1,0 +1,252 @@
+"""The PyFlink-style storage wrappers: PyFlink's test_checkpoint_storage.py translated
+(DriverCheckpointStorage for JobManagerCheckpointStorage), plus the JVM dispatch and the
+errors a user sees. Runs before any SparkSession exists, as PyFlink builds storages before the
+environment: get_gateway() launches a JVM with the bundled jar."""
+import pytest
+from py4j.java_gateway import JavaObject
+
+from spark_checkpoint_storage.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    DriverCheckpointStorage,
+    FileSystemCheckpointStorage,
+    _from_j_checkpoint_storage,
+)
+from spark_checkpoint_storage.errors import (
+    CheckpointStorageException,
+    IllegalCheckpointStorageArgumentException,
+)
+from spark_checkpoint_storage.java_gateway import get_gateway
+
+JVM_STORAGE = "io.sparkcheckpointstorage.storage"
+
+
+def jvm_class(name):
+    cls = get_gateway().jvm
+    for part in ("%s.%s" % (JVM_STORAGE, name)).split("."):
+        cls = getattr(cls, part)
+    return cls
+
+
+# -- DriverCheckpointStorage (PyFlink: JobManagerCheckpointStorageTests) ---------------------
+
+def test_driver_constant():
+    assert (DriverCheckpointStorage.DEFAULT_MAX_STATE_SIZE
+            == jvm_class("DriverCheckpointStorage").DefaultMaxStateSize())
+
+
+def test_create_driver_checkpoint_storage():
+    assert DriverCheckpointStorage() is not None
+    assert DriverCheckpointStorage("file://var/checkpoints/") is not None
+    assert DriverCheckpointStorage("file://var/checkpoints/", 10000000) is not None
+
+
+def test_driver_get_max_state_size():
+    checkpoint_storage = DriverCheckpointStorage()
+    assert checkpoint_storage.get_max_state_size() == DriverCheckpointStorage.DEFAULT_MAX_STATE_SIZE
+    checkpoint_storage = DriverCheckpointStorage(max_state_size=50000)
+    assert checkpoint_storage.get_max_state_size() == 50000
+
+
+def test_driver_paths_and_str():
+    heap_only = DriverCheckpointStorage()
+    assert heap_only.get_checkpoint_path() is None
+    assert heap_only.get_savepoint_path() is None
+    assert not heap_only.is_persistent()
+    assert str(heap_only) == heap_only._j_checkpoint_storage.toString()
+    assert "not persistent" in str(heap_only)
+
+    with_path = DriverCheckpointStorage("file://var/checkpoints/", 1000)
+    assert with_path.get_checkpoint_path() == "file://var/checkpoints"
+    assert with_path.get_savepoint_path() == "file://var/checkpoints/savepoints"
+    assert with_path.is_persistent()
+    assert str(with_path) == ("DriverCheckpointStorage (checkpoints to driver heap, checkpoint "
+                              "path: file://var/checkpoints, maxStateSize: 1000)")
+
+
+def test_driver_max_state_size_must_be_positive():
+    with pytest.raises(IllegalCheckpointStorageArgumentException) as err:
+        DriverCheckpointStorage(max_state_size=0)
+    assert "The maximum state size must be positive, got 0" in str(err.value)
+    assert err.value.java_class == "java.lang.IllegalArgumentException"
+    with pytest.raises(TypeError):
+        DriverCheckpointStorage(max_state_size="5m")
+
+
+# -- FileSystemCheckpointStorage (PyFlink: FileSystemCheckpointStorageTests) -----------------
+
+def test_fs_constants():
+    JFs = jvm_class("FileSystemCheckpointStorage")
+    assert FileSystemCheckpointStorage.MAX_FILE_STATE_THRESHOLD == JFs.MaxFileStateThreshold()
+    assert FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD == JFs.DefaultFileStateThreshold()
+    assert FileSystemCheckpointStorage.DEFAULT_WRITE_BUFFER_SIZE == JFs.DefaultWriteBufferSize()
+
+
+def test_create_fs_checkpoint_storage():
+    assert FileSystemCheckpointStorage("file://var/checkpoints/") is not None
+    assert FileSystemCheckpointStorage("file://var/checkpoints/", 2048) is not None
+    assert FileSystemCheckpointStorage("file://var/checkpoints/", 2048, 4096) is not None
+
+
+def test_fs_get_min_file_size_threshold():
+    checkpoint_storage = FileSystemCheckpointStorage("file://var/checkpoints/")
+    assert checkpoint_storage.get_min_file_size_threshold() == 20480
+    checkpoint_storage = FileSystemCheckpointStorage("file://var/checkpoints/",
+                                                     file_state_size_threshold=2048)
+    assert checkpoint_storage.get_min_file_size_threshold() == 2048
+
+
+def test_fs_get_checkpoint_path():
+    checkpoint_storage = FileSystemCheckpointStorage("file://var/checkpoints/")
+    assert checkpoint_storage.get_checkpoint_path() == "file://var/checkpoints"
+
+
+def test_fs_savepoint_path_and_write_buffer_and_str():
+    storage = FileSystemCheckpointStorage("file:///data/cp/", 2048, 1024)
+    assert storage.get_savepoint_path() == "file:/data/cp/savepoints"
+    # Never below the threshold (Flink: max(writeBufferSize, threshold)).
+    assert storage.get_write_buffer_size() == 2048
+    assert FileSystemCheckpointStorage("file:///data/cp").get_write_buffer_size() == 20480
+    assert FileSystemCheckpointStorage("file:///data/cp", 0).get_write_buffer_size() == 4096
+    assert FileSystemCheckpointStorage("file:///data/cp", 0, 8192).get_write_buffer_size() == 8192
+    assert str(storage) == ("FileSystemCheckpointStorage (checkpoints to file system, checkpoint "
+                            "path: file:/data/cp, fileStateThreshold: 2048, writeBufferSize: 2048)")
+
+
+def test_fs_threshold_boundaries():
+    assert FileSystemCheckpointStorage("file:///cp", 0).get_min_file_size_threshold() == 0
+    limit = FileSystemCheckpointStorage.MAX_FILE_STATE_THRESHOLD
+    assert FileSystemCheckpointStorage("file:///cp", limit).get_min_file_size_threshold() == limit
+    with pytest.raises(IllegalCheckpointStorageArgumentException) as err:
+        FileSystemCheckpointStorage("file:///cp", limit + 1)
+    assert "must be in [0, 1048576]" in str(err.value)
+    assert "got 1048577" in str(err.value)
+    assert err.value.getCondition() == "CHECKPOINT_STORAGE.INVALID_ARGUMENT"
+    assert err.value.getMessageParameters()["javaClass"] == "java.lang.IllegalArgumentException"
+    assert isinstance(err.value, ValueError)
+    with pytest.raises(IllegalCheckpointStorageArgumentException):
+        FileSystemCheckpointStorage("file:///cp", -2)
+
+
+def test_fs_needs_a_checkpoint_path():
+    with pytest.raises(ValueError, match="checkpoint_path must not be None"):
+        FileSystemCheckpointStorage()
+    with pytest.raises(ValueError, match="non-empty string"):
+        FileSystemCheckpointStorage("  ")
+
+
+# -- dispatch from the JVM -------------------------------------------------------------------
+
+def test_from_j_checkpoint_storage_dispatches_on_the_jvm_class():
+    j_driver = jvm_class("DriverCheckpointStorage")("file:/cp", 4096)
+    driver = _from_j_checkpoint_storage(j_driver)
+    assert type(driver) is DriverCheckpointStorage
+    assert driver.get_max_state_size() == 4096
+    assert driver == DriverCheckpointStorage("file:/cp", 4096)
+
+    j_fs = jvm_class("FileSystemCheckpointStorage")("file:///cp", 100, 200)
+    fs = _from_j_checkpoint_storage(j_fs)
+    assert type(fs) is FileSystemCheckpointStorage
+    assert fs.get_min_file_size_threshold() == 100
+    assert fs.get_write_buffer_size() == 200
+
+    assert _from_j_checkpoint_storage(None) is None
+
+
+def test_from_j_checkpoint_storage_refuses_what_is_not_a_storage():
+    with pytest.raises(TypeError, match="is not an instance of CheckpointStorage"):
+        _from_j_checkpoint_storage(get_gateway().jvm.java.lang.StringBuilder("not a storage"))
+    with pytest.raises(TypeError, match="not a JVM object"):
+        _from_j_checkpoint_storage("driver")
+
+
+CUSTOM_STORAGE_SOURCE = """
+package example;
+
+import io.sparkcheckpointstorage.storage.CheckpointStorage;
+import io.sparkcheckpointstorage.storage.CheckpointStorageOptions;
+import io.sparkcheckpointstorage.storage.Placement;
+import scala.Function1;
+import scala.Option;
+
+/** A user's storage: every state file becomes a file of its own, none is packed. */
+public class AllFilesCheckpointStorage implements CheckpointStorage {
+  public Option<String> checkpointPath() { return Option.empty(); }
+  public Option<String> savepointPath() { return Option.empty(); }
+  public boolean isPersistent() { return true; }
+  public int writeBufferSize() { return 4096; }
+  public Placement placement(long size) { return Placement.OwnFile$.MODULE$; }
+  public CheckpointStorage configure(Function1<String, Option<String>> conf) { return this; }
+  public scala.collection.immutable.Map<String, String> toConf() {
+    scala.collection.immutable.Map<String, String> empty = scala.collection.immutable.Map$.MODULE$.empty();
+    return empty.updated(CheckpointStorageOptions.AppPrefix() + "kind", getClass().getName());
+  }
+  @Override public boolean equals(Object o) { return o instanceof AllFilesCheckpointStorage; }
+  @Override public int hashCode() { return 7; }
+  @Override public String toString() { return "AllFilesCheckpointStorage"; }
+}
+"""
+
+
+def build_custom_storage_jar(directory):
+    """Compiles a user's CheckpointStorage in Java against Spark's jars and ours; returns the jar."""
+    import glob
+    import os
+    import subprocess
+
+    import pyspark
+
+    from spark_checkpoint_storage.bundled_jar import bundled_jar_path
+
+    src = os.path.join(str(directory), "src", "example")
+    classes = os.path.join(str(directory), "classes")
+    os.makedirs(src, exist_ok=True)
+    os.makedirs(classes, exist_ok=True)
+    with open(os.path.join(src, "AllFilesCheckpointStorage.java"), "w") as f:
+        f.write(CUSTOM_STORAGE_SOURCE)
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    scala_lib = glob.glob(os.path.join(spark_jars, "scala-library-*.jar"))
+    subprocess.run(["javac", "-d", classes, "-cp", os.pathsep.join(scala_lib + [bundled_jar_path()]),
+                    os.path.join(src, "AllFilesCheckpointStorage.java")], check=True,
+                   capture_output=True)
+    jar = os.path.join(str(directory), "custom-storage.jar")
+    subprocess.run(["jar", "cf", jar, "-C", classes, "."], check=True, capture_output=True)
+    return jar
+
+
+@pytest.fixture(scope="module")
+def j_custom_storage(tmp_path_factory):
+    """An instance of the user's class, loaded into the launched JVM through a class loader."""
+    jar = build_custom_storage_jar(tmp_path_factory.mktemp("custom"))
+    gateway = get_gateway()
+    urls = gateway.new_array(gateway.jvm.java.net.URL, 1)
+    urls[0] = gateway.jvm.java.io.File(jar).toURI().toURL()
+    parent = jvm_class("CheckpointStorage")._java_lang_class.getClassLoader()
+    loader = gateway.jvm.java.net.URLClassLoader(urls, parent)
+    constructor = loader.loadClass("example.AllFilesCheckpointStorage").getDeclaredConstructor(
+        gateway.new_array(gateway.jvm.java.lang.Class, 0))
+    return constructor.newInstance(gateway.new_array(gateway.jvm.java.lang.Object, 0))
+
+
+def test_custom_checkpoint_storage_wraps_any_jvm_storage(j_custom_storage):
+    storage = _from_j_checkpoint_storage(j_custom_storage)
+    assert type(storage) is CustomCheckpointStorage
+    assert isinstance(storage, CheckpointStorage)
+    assert isinstance(storage._j_checkpoint_storage, JavaObject)
+    assert str(storage) == "AllFilesCheckpointStorage"
+    assert storage.get_checkpoint_path() is None
+    assert storage.get_savepoint_path() is None
+    assert storage.is_persistent()
+    assert storage._to_conf() == {"spark.sql.streaming.checkpointStorage.app.kind":
+                                  "example.AllFilesCheckpointStorage"}
+    assert CustomCheckpointStorage(j_custom_storage) == storage
+
+
+def test_jvm_errors_are_pyspark_style_exceptions():
+    with pytest.raises(CheckpointStorageException) as err:
+        DriverCheckpointStorage(max_state_size=-5)
+    e = err.value
+    assert e.getMessage().startswith("[CHECKPOINT_STORAGE.INVALID_ARGUMENT] ")
+    assert "got -5" in e.getMessage()
+    assert "DriverCheckpointStorage" in e.getMessageParameters()["javaStackTrace"]
+    assert e.getSqlState() is None
