@@ -22,6 +22,27 @@ ThisBuild / organization := "io.sparkcheckpointstorage"
 ThisBuild / version := projectVersion
 ThisBuild / scalaVersion := scala213
 
+// Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)
+// come from the `tests` jars. Those exist on Maven Central only up to `sparkTestVersion`,
+// so the Heap*Suite classes in jvm/src/test/scala/.../provider that extend Spark's suites
+// are compiled against the 4.3.0 main jars plus these older test classes. Intransitive: the
+// only Spark main classes on the test classpath stay the 4.3.0 ones from the pyspark jars.
+val sparkTestVersion = "4.2.0"
+// Spark's operator suites run on our provider (HeapStreamingOperatorSuites.scala) take tens of
+// minutes in all; `dev/sbt test` runs those in `sparkSuitesInCi` (README, "Spark's own
+// suites"), SCS_SPARK_SUITES=all runs every one.
+val sparkSuitesAll = sys.env.get("SCS_SPARK_SUITES").contains("all")
+val sparkOperatorSuites = Seq("HeapStreamingAggregationSuite", "HeapStreamingDeduplicationSuite",
+  "HeapFlatMapGroupsWithStateSuite", "HeapStreamingInnerJoinSuite", "HeapStreamingOuterJoinSuite",
+  "HeapStreamingFullOuterJoinSuite", "HeapStreamingLeftSemiJoinSuite")
+  .map("io.sparkcheckpointstorage.provider." + _)
+val sparkSuitesInCi = Seq("HeapStreamingAggregationSuite")
+  .map("io.sparkcheckpointstorage.provider." + _)
+val sparkTestJars = Seq("spark-core", "spark-catalyst", "spark-sql", "spark-sql-api",
+    "spark-common-utils", "spark-tags").map { m =>
+  ("org.apache.spark" %% m % sparkTestVersion % Test classifier "tests").intransitive()
+}
+
 lazy val root = (project in file("."))
   .settings(
     name := "spark-checkpoint-storage",
@@ -32,7 +53,7 @@ lazy val root = (project in file("."))
       // Spark's own Scala library (from the pyspark jars) wins over the test tool's.
       ("org.scalatest" %% "scalatest" % "3.2.19" % Test).excludeAll(ExclusionRule("org.scala-lang")),
       "junit" % "junit" % "4.13.2" % Test
-    ),
+    ) ++ sparkTestJars,
     Compile / unmanagedJars ++= {
       val jars = (sparkJarsDir * "*.jar").classpath
       if (jars.isEmpty) sys.error(s"no Spark jars in $sparkJarsDir: run dev/bootstrap (it installs " +
@@ -43,6 +64,22 @@ lazy val root = (project in file("."))
     Compile / unmanagedSourceDirectories +=
       baseDirectory.value / "jvm" / "src" / "main" / s"scala-spark-$sparkMinor",
     Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
+    // Spark's suites open checkpoint directories shipped as test resources with
+    // `new File(getResource(...).toURI)`, which needs them on disk, not in a jar: unpack them
+    // from the spark-sql tests jar ahead of it on the test classpath.
+    Test / unmanagedClasspath += {
+      val jar = (Test / update).value.select(configurationFilter(),
+        moduleFilter(organization = "org.apache.spark", name = "spark-sql_2.13"),
+        artifactFilter(classifier = "tests")).head
+      val out = target.value / s"spark-sql-$sparkTestVersion-test-resources"
+      val marker = out / ".unpacked"
+      if (!marker.exists) {
+        IO.delete(out)
+        IO.unzip(jar, out, new sbt.io.SimpleFilter(_.startsWith("structured-streaming/")))
+        IO.touch(marker)
+      }
+      Attributed.blank(out)
+    },
     Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
     javacOptions ++= Seq("--release", "17"),
@@ -78,6 +115,9 @@ lazy val root = (project in file("."))
       "-Dio.netty.tryReflectionSetAccessible=true"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
+    // `test` only: `testOnly` of a named suite runs it whatever this says.
+    Test / test / testOptions += Tests.Filter(name =>
+      sparkSuitesAll || !sparkOperatorSuites.contains(name) || sparkSuitesInCi.contains(name)),
     publishMavenStyle := true,
     // dev/build-jar republishes the same version to ~/.m2 on every build.
     publishM2Configuration := publishM2Configuration.value.withOverwrite(true),

@@ -49,6 +49,19 @@ final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
     if (slot < 0) null else valueAt(addrs(slot))
   }
 
+  /**
+   * The address of `key`'s current record, 0 if absent. Its key bytes, read back with
+   * [[keyAtAddress]], stay valid until [[clear]] or [[compactIfWasteful]], even once the
+   * key's value moves to a newer record.
+   */
+  def recordAddress(key: UnsafeRow): Long = {
+    val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key))
+    if (slot < 0) 0L else addrs(slot)
+  }
+
+  /** The key of the record at `addr`, an address [[recordAddress]] gave. */
+  def keyAtAddress(addr: Long): UnsafeRow = keyAt(addr)
+
   def contains(key: UnsafeRow): Boolean =
     find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, hashOf(key)) >= 0
 

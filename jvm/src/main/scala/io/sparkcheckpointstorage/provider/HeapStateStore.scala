@@ -1,6 +1,9 @@
 package io.sparkcheckpointstorage.provider
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -9,6 +12,14 @@ import org.apache.spark.sql.types.StructType
  * store whose changes are kept aside until `commit` and dropped by `abort`.
  *
  * Reads see the batch's own changes first, then the state the store was opened at.
+ *
+ * Iterators are live views, as over Spark's HDFS provider (whose iterators walk a
+ * `ConcurrentHashMap`): a key's value is read when the iterator reaches it, so changes
+ * made after the iterator was created show, keys added later are reached, keys removed
+ * before they are reached are not, and no key is returned twice, whatever is put or
+ * removed while iterating. Like a `ConcurrentHashMap` iterator, one created while the
+ * store holds no key at all stays empty. Spark's `StateStoreSuiteBase` pins both
+ * behaviours for providers other than RocksDB's (its SPARK-38320 test).
  */
 private[provider] final class HeapStateStore(
     provider: HeapStateStoreProvider,
@@ -19,8 +30,22 @@ private[provider] final class HeapStateStore(
   import HeapStateStore._
   import HeapStateStoreProvider.{unsupported, CustomMetrics}
 
-  /** Key -> new value, or [[CompactRowMap.Removed]]: the batch's changes, packed. */
+  /**
+   * Key -> new value, or [[CompactRowMap.Removed]]: the batch's changes, packed. A removed
+   * key stays in as [[CompactRowMap.Removed]] (even one the base does not hold), so keys
+   * are never deleted from it while the store is open: iterators rely on that.
+   */
   private val changes = new CompactRowMap(base.map.keyNumFields, base.map.valueNumFields)
+  /**
+   * The record addresses in `changes` of the keys this batch added that the base does not
+   * hold, in the order they were first put: what iterators walk after the base. A key is
+   * logged once, since it never leaves `changes`; its key bytes at the logged address stay
+   * (a record is only ever superseded, never freed, until `changes` is cleared).
+   */
+  private var newKeys = new Array[Long](16)
+  private var numNewKeys = 0
+  /** Bumped when `changes` is cleared: iterators from before then stop. */
+  private var changesGeneration = 0
   private val changedPrefixes: Option[PrefixIndex] = base.prefixIndex.map(_ => newPrefixIndex())
   private var numKeys = base.map.size.toLong
   private var state: State = Updating
@@ -41,6 +66,12 @@ private[provider] final class HeapStateStore(
     if (changed == null) base.map.get(key) else if (changed eq CompactRowMap.Removed) null else changed
   }
 
+  /** The values of `keys`, in order, null for an absent key; each read when reached. */
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    checkFamily(colFamilyName)
+    keys.iterator.map(get(_, colFamilyName))
+  }
+
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
     throw unsupported("multiple values per key (valuesIterator)")
 
@@ -49,11 +80,19 @@ private[provider] final class HeapStateStore(
     checkFamily(colFamilyName)
     require(key != null, "Key cannot be null")
     require(value != null, "Cannot put a null value")
+    val newToBatch = changes.get(key) == null && !base.map.contains(key)
     if (!exists(key)) {
       numKeys += 1
       changedPrefixes.foreach(_.add(key))
     }
     changes.put(key, value)
+    if (newToBatch) logNewKey(key)
+  }
+
+  private def logNewKey(key: UnsafeRow): Unit = {
+    if (numNewKeys == newKeys.length) newKeys = java.util.Arrays.copyOf(newKeys, numNewKeys * 2)
+    newKeys(numNewKeys) = changes.recordAddress(key)
+    numNewKeys += 1
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
@@ -63,7 +102,7 @@ private[provider] final class HeapStateStore(
     if (exists(key)) {
       numKeys -= 1
       changedPrefixes.foreach(_.remove(key))
-      if (base.map.contains(key)) changes.putRemoved(key) else changes.remove(key)
+      changes.putRemoved(key)
     }
   }
 
@@ -74,12 +113,44 @@ private[provider] final class HeapStateStore(
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
     checkFamily(colFamilyName)
-    // Snapshot the batch's changes so that removing while iterating (watermark eviction
-    // does) neither skips nor repeats keys.
-    val pending = changes.iterator.filter { case (_, v) => v ne CompactRowMap.Removed }.toArray
-    val unchanged = base.map.iterator.filter { case (k, _) => !changes.contains(k) }
+    if (numKeys == 0) return new StateStoreIterator(Iterator.empty)
     val pair = new UnsafeRowPair()
-    new StateStoreIterator((unchanged ++ pending.iterator).map { case (k, v) => pair.withRows(k, v) })
+    new StateStoreIterator(new LiveIterator().map { case (k, v) => pair.withRows(k, v) })
+  }
+
+  /**
+   * The base's keys (the base does not change while the store is open) with their current
+   * values, then the keys new to this batch from the log, each looked up when reached.
+   */
+  private final class LiveIterator extends Iterator[(UnsafeRow, UnsafeRow)] {
+    private val generation = changesGeneration
+    private val baseIter = base.map.iterator
+    private var logged = 0
+    private var nextPair: (UnsafeRow, UnsafeRow) = null
+
+    private def advance(): Unit = {
+      while (nextPair == null && baseIter.hasNext) {
+        val (k, v) = baseIter.next()
+        val changed = changes.get(k)
+        if (changed == null) nextPair = (k, v)
+        else if (changed ne CompactRowMap.Removed) nextPair = (k, changed)
+      }
+      while (nextPair == null && generation == changesGeneration && logged < numNewKeys) {
+        val k = changes.keyAtAddress(newKeys(logged))
+        logged += 1
+        val v = changes.get(k)
+        if (v != null && (v ne CompactRowMap.Removed)) nextPair = (k, v)
+      }
+    }
+
+    override def hasNext: Boolean = { advance(); nextPair != null }
+
+    override def next(): (UnsafeRow, UnsafeRow) = {
+      if (!hasNext) throw new NoSuchElementException
+      val p = nextPair
+      nextPair = null
+      p
+    }
   }
 
   override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
@@ -121,22 +192,34 @@ private[provider] final class HeapStateStore(
   override def removeColFamilyIfExists(colFamilyName: String): Boolean =
     throw unsupported("column families (removeColFamilyIfExists)")
 
+  /**
+   * Makes the changes durable and applies them. A failure is Spark's
+   * `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT` naming this store, caused by what failed.
+   */
   override def commit(): Long = {
     checkWritable("commit")
-    commitStats = provider.commit(this, changes, forceSnapshotOnCommit)
+    commitStats = try provider.commit(this, changes, forceSnapshotOnCommit) catch {
+      case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e)
+    }
     newVersion = version + 1
     state = Committed
-    changes.clear()
-    changedPrefixes.foreach(_.clear())
+    clearChanges()
     newVersion
   }
 
   override def abort(): Unit = {
     if (state == Updating) {
-      changes.clear()
-      changedPrefixes.foreach(_.clear())
+      clearChanges()
       state = Aborted
     }
+  }
+
+  private def clearChanges(): Unit = {
+    changes.clear()
+    changedPrefixes.foreach(_.clear())
+    newKeys = new Array[Long](16)
+    numNewKeys = 0
+    changesGeneration += 1
   }
 
   override def release(): Unit = {
@@ -150,7 +233,8 @@ private[provider] final class HeapStateStore(
       CustomMetrics.FilesWritten -> commitStats.filesWritten.toLong,
       CustomMetrics.BytesWritten -> commitStats.bytesWritten,
       CustomMetrics.SnapshotLag -> provider.snapshotLag,
-      CustomMetrics.LoadTime -> provider.loadTimeMs)
+      CustomMetrics.LoadTime -> provider.loadTimeMs,
+      CustomMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L))
     StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes, custom)
   }
 
@@ -163,7 +247,7 @@ private[provider] final class HeapStateStore(
   }
 
   override def toString: String =
-    s"HeapStateStore[${provider.describe}, version $version, ${if (writable) "write" else "read"}]"
+    s"HeapStateStore[stateStoreId=$id, version=$version, ${if (writable) "write" else "read"}]"
 
   private def checkWritable(op: String): Unit = {
     if (!writable) throw new UnsupportedOperationException(s"Cannot $op: $this is read-only")

@@ -10,6 +10,7 @@ import org.slf4j.LoggerFactory
 
 import org.apache.spark.{SparkConf, SparkEnv}
 import org.apache.spark.checkpointstorage.ChangeFeedReplay
+import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state._
@@ -113,8 +114,9 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     }
   }
 
+  /** A negative version is Spark's `CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION`. */
   private def checkVersion(version: Long): Unit = {
-    if (version < 0) throw new IllegalArgumentException(s"Version cannot be less than 0: $version")
+    if (version < 0) throw StateStoreErrorsBridge.unexpectedVersion(version)
   }
 
   /** Brings the in-memory state to `version`: no-op, undo, forward replay or full load. */
@@ -137,7 +139,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     val start = System.nanoTime()
     val bytes = writeFile(newVersion, StateFileKind.Delta) { w =>
       changes.iterator.foreach { case (k, v) =>
-        if (v eq CompactRowMap.Removed) w.remove(k) else w.put(k, v)
+        // A removal of a key the batch itself added leaves nothing to record.
+        if (!(v eq CompactRowMap.Removed)) w.put(k, v) else if (live.map.contains(k)) w.remove(k)
       }
     }
     live.apply(changes, newVersion)
@@ -205,11 +208,15 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
           0L
         case _ =>
           val missing = (snapshot.map(_.version).getOrElse(0L) + 1 to version).find(v => !deltas.contains(v)).get
-          throw new IllegalStateException(s"Cannot load version $version of state store ${describe}: " +
-            s"the state file ${files.path(missing, StateFileKind.Delta)} is missing and no snapshot " +
+          val missingFile = files.path(missing, StateFileKind.Delta)
+          // Spark's error class for a missing state file (its message names the file), with
+          // what else was looked for as the cause.
+          throw StateStoreErrorsBridge.stateFileMissing(missingFile, new IllegalStateException(
+            s"Cannot load version $version of state store ${describe}: " +
+            s"the state file $missingFile is missing and no snapshot " +
             s"at or after version $missing exists. Files present: ${if (all.isEmpty) "none" else
               all.map(_.path.getName).mkString(", ")}. The checkpoint is incomplete; restore the " +
-            "missing file or restart the query on a new checkpoint location.")
+            "missing file or restart the query on a new checkpoint location."))
       }
     }
     var v = from + 1
@@ -266,17 +273,18 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     if (snapshotVersion > 0) {
       val snapshot = files.path(snapshotVersion, StateFileKind.Snapshot)
       if (!fm.exists(snapshot)) {
-        throw new IllegalStateException(s"No snapshot of version $snapshotVersion for state store " +
+        throw StateStoreErrorsBridge.stateFileMissing(snapshot, new IllegalStateException(
+          s"No snapshot of version $snapshotVersion for state store " +
           s"$describe: $snapshot does not exist. Snapshots present: ${files.list()
-            .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}")
+            .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}"))
       }
       readFile(state, StateFile(snapshotVersion, StateFileKind.Snapshot, snapshot))
     }
     (snapshotVersion + 1 to endVersion).foreach { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw new IllegalStateException(s"Cannot replay state store $describe to version $endVersion: " +
-          s"the state file $delta is missing")
+        throw StateStoreErrorsBridge.stateFileMissing(delta, new IllegalStateException(
+          s"Cannot replay state store $describe to version $endVersion: the state file $delta is missing"))
       }
       readFile(state, StateFile(v, StateFileKind.Delta, delta))
     }
@@ -295,8 +303,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     val changes = (startVersion to endVersion).iterator.flatMap { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw new IllegalStateException(s"Cannot read the changes of version $v of state store " +
-          s"$describe: the state file $delta is missing")
+        throw StateStoreErrorsBridge.stateFileMissing(delta, new IllegalStateException(
+          s"Cannot read the changes of version $v of state store $describe: the state file $delta is missing"))
       }
       val records = ArrayBuffer[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]()
       val in = fm.open(delta)
@@ -399,7 +407,11 @@ object HeapStateStoreProvider {
       "versions since the last snapshot, summed over partitions")
     val LoadTime = StateStoreCustomTimingMetric("heapStateLoadTimeMs",
       "time to load state from files")
-    val all: Seq[StateStoreCustomMetric] = Seq(FilesWritten, BytesWritten, SnapshotLag, LoadTime)
+    /** Spark's name (as the HDFS provider's): 1 for a store told to snapshot on commit. */
+    val ForceSnapshot = StateStoreCustomSumMetric("forceSnapshotCount",
+      "number of stores that had forced snapshot")
+    val all: Seq[StateStoreCustomMetric] =
+      Seq(FilesWritten, BytesWritten, SnapshotLag, LoadTime, ForceSnapshot)
   }
 }
 

@@ -1,12 +1,16 @@
 package io.sparkcheckpointstorage.provider
 
 import java.io.File
+import java.net.URI
 import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{Path, RawLocalFileSystem}
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
+import org.apache.spark.SparkException
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 
@@ -23,7 +27,9 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def newProvider(
       minDeltasForSnapshot: Int = 10,
       minVersionsToRetain: Int = 100,
-      prefixCols: Option[Int] = None): HeapStateStoreProvider = {
+      prefixCols: Option[Int] = None,
+      rootDir: String = root.getAbsolutePath,
+      hadoopConf: Configuration = new Configuration()): HeapStateStoreProvider = {
     val sqlConf = new SQLConf()
     sqlConf.setConfString(SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.key, minDeltasForSnapshot.toString)
     sqlConf.setConfString(SQLConf.MIN_BATCHES_TO_RETAIN.key, minVersionsToRetain.toString)
@@ -34,8 +40,8 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
       case None => NoPrefixKeyStateEncoderSpec(keySchema)
     }
     val p = new HeapStateStoreProvider()
-    p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema, spec,
-      useColumnFamilies = false, new StateStoreConf(sqlConf), new Configuration(),
+    p.init(StateStoreId(rootDir, 0, 0), keySchema, valueSchema, spec,
+      useColumnFamilies = false, new StateStoreConf(sqlConf), hadoopConf,
       useMultipleValuesPerKey = false, stateSchemaProvider = None)
     p
   }
@@ -168,13 +174,102 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     }
   }
 
+  /** Spark's error class for a missing state file, naming it; the cause says what is missing. */
+  private def assertMissingFile(e: SparkException, file: String): Unit = {
+    assert(e.getCondition == "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE", e.getMessage)
+    assert(e.getMessage.contains(new File(storeDir, file).getAbsolutePath + " does not exist"), e.getMessage)
+    assert(e.getCause.isInstanceOf[IllegalStateException])
+    assert(e.getCause.getMessage.contains(s"$file is missing"), e.getCause.getMessage)
+  }
+
   test("a missing delta fails the load naming the missing file") {
     val p = newProvider()
     (0 until 3).foreach(v => commitVersion(p, v, Seq(("k", v) -> 1L)))
     p.close()
     assert(new File(storeDir, "2.heap-delta").delete())
-    val e = intercept[IllegalStateException](newProvider().getStore(3))
-    assert(e.getMessage.contains("2.heap-delta is missing"), e.getMessage)
+    assertMissingFile(intercept[SparkException](newProvider().getStore(3)), "2.heap-delta")
+    assertMissingFile(intercept[SparkException](newProvider().getReadStore(3)), "2.heap-delta")
+  }
+
+  test("a negative version is Spark's UNEXPECTED_VERSION error") {
+    val p = newProvider()
+    for (get <- Seq[Long => Any](p.getStore(_), p.getReadStore(_))) {
+      val e = intercept[SparkException](get(-1))
+      assert(e.getCondition == "CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION")
+      assert(e.getMessageParameters.get("version") == "-1")
+    }
+    p.close()
+  }
+
+  test("a failed commit is Spark's CANNOT_COMMIT error naming the store, caused by the failure") {
+    // Spark's SPARK-18342 test, but for the store's name: renames fail, so does the commit.
+    val conf = new Configuration()
+    conf.set(s"fs.${RenameFailsFileSystem.Scheme}.impl", classOf[RenameFailsFileSystem].getName)
+    conf.setBoolean(s"fs.${RenameFailsFileSystem.Scheme}.impl.disable.cache", true)
+    val p = newProvider(rootDir = s"${RenameFailsFileSystem.Scheme}://${root.getAbsolutePath}", hadoopConf = conf)
+    val s = p.getStore(0)
+    s.put(key("a", 0), value(0))
+    val e = intercept[SparkException](s.commit())
+    assert(e.getCondition == "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
+    assert(e.getMessage.contains("Error writing state store files"), e.getMessage)
+    assert(e.getMessage.contains("HeapStateStore"), e.getMessage)
+    assert(e.getMessage.contains("operatorId=0") && e.getMessage.contains("partitionId=0"), e.getMessage)
+    assert(e.getCause.getMessage.contains("Failed to rename"), e.getCause.getMessage)
+    assert(!s.hasCommitted)
+    s.abort()
+    p.close()
+  }
+
+  /** A value row of 120 bytes (a plain one is 16): it cannot be overwritten in place. */
+  private def paddedValue(v: Long): UnsafeRow = {
+    val row = new UnsafeRow(1)
+    row.pointTo(new Array[Byte](120), 120)
+    row.setLong(0, v)
+    row
+  }
+
+  test("iterators are live views: later changes show, no key is returned twice or skipped") {
+    val p = newProvider()
+    commitVersion(p, 0, (0 until 50).map(i => ("base", i) -> i.toLong))
+    val s = p.getStore(1)
+    (0 until 50).foreach(i => s.put(key("new", i), value(i)))
+    val it = s.iterator()
+    (0 until 50).foreach(i => s.put(key("late", i), value(i)))   // added after creation
+    s.remove(key("base", 0))                                      // removed before reached
+    s.remove(key("new", 0))
+    // While iterating: grow every value (a value of another length moves its record) and
+    // remove every tenth key, as FlatMapGroupsWithState timeouts and watermark eviction do.
+    val seen = scala.collection.mutable.ArrayBuffer[((String, Int), Long)]()
+    it.foreach { pair =>
+      val k = keyOf(pair.key)
+      seen += k -> valueOf(pair.value)
+      val row = pair.key.copy()
+      if (k._2 % 10 == 5) s.remove(row) else s.put(row, paddedValue(1000L + k._2))
+    }
+    val expectedKeys = (for (n <- Seq("base", "new", "late"); i <- 0 until 50 if i != 0 || n == "late")
+      yield (n, i)).toSet
+    assert(seen.map(_._1).toSet == expectedKeys)
+    assert(seen.size == expectedKeys.size, "a key was returned twice")
+    assert(seen.toMap == expectedKeys.map(k => k -> k._2.toLong).toMap)
+    val after = data(s)
+    assert(after.keySet == expectedKeys.filter(_._2 % 10 != 5))
+    assert(after.values.forall(_ >= 1000L))
+    s.commit()
+    assert(data(p.getStore(2)) == after)
+    p.close()
+  }
+
+  test("multiGet answers each key in order, null for absent ones") {
+    val p = newProvider()
+    commitVersion(p, 0, Seq(("a", 1) -> 1L, ("b", 2) -> 2L))
+    val s = p.getStore(1)
+    s.put(key("c", 3), value(3))
+    s.remove(key("b", 2))
+    val got = s.multiGet(Array(key("a", 1), key("b", 2), key("c", 3), key("d", 4)),
+      StateStore.DEFAULT_COL_FAMILY_NAME).map(v => Option(v).map(valueOf)).toSeq
+    assert(got == Seq(Some(1L), None, Some(3L), None))
+    s.abort()
+    p.close()
   }
 
   test("state written by Spark's default provider is refused with the provider's name") {
@@ -189,8 +284,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     val p = newProvider()
     commitVersion(p, 0, Seq(("a", 1) -> 1L))
     p.close()
-    val e = intercept[IllegalStateException](newProvider().getStore(5))
-    assert(e.getMessage.contains("2.heap-delta is missing"), e.getMessage)
+    assertMissingFile(intercept[SparkException](newProvider().getStore(5)), "2.heap-delta")
   }
 
   test("unsupported features name the provider to use instead") {
@@ -203,4 +297,14 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(e.getMessage.contains("column families"))
     assert(e.getMessage.contains("RocksDBStateStoreProvider"))
   }
+}
+
+/** A local file system whose renames fail, as Spark's SPARK-18342 test uses. */
+class RenameFailsFileSystem extends RawLocalFileSystem {
+  override def getUri: URI = URI.create(s"${RenameFailsFileSystem.Scheme}:///")
+  override def rename(src: Path, dst: Path): Boolean = false
+}
+
+object RenameFailsFileSystem {
+  val Scheme = "heaprenamefails"
 }
