@@ -1,4 +1,4 @@
-"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo}``."""
+"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo,inspect,savepoint}``."""
 import argparse
 import sys
 from typing import List, Optional
@@ -11,6 +11,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("jar", help="print the path of the bundled jar (for --jars)")
     demo = sub.add_parser("demo", help="run the demo streaming query")
     demo.add_argument("--batches", type=int, default=6)
+    inspect = sub.add_parser("inspect", help="show what a streaming query's checkpoint holds")
+    inspect.add_argument("checkpoint", help="the query's checkpoint location")
+    inspect.add_argument("--plot", metavar="PNG", help="also write a plot of state size and "
+                         "commit time over batches to this PNG file")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
 
     if args.command == "jar":
@@ -30,6 +35,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage.demo import run_demo
 
         return run_demo(batches=args.batches)
+    if args.command == "inspect":
+        import json
+
+        from spark_checkpoint_storage.errors import CheckpointStorageException
+        from spark_checkpoint_storage.inspection import inspect_checkpoint
+
+        try:
+            info = inspect_checkpoint(args.checkpoint)
+        except CheckpointStorageException as e:
+            print("error: %s" % e, file=sys.stderr)
+            return 1
+        print(json.dumps(info.to_dict(), indent=2) if args.json else info.to_text(), end="")
+        if args.plot:
+            info.plot(args.plot)
+            print("plot written to %s" % args.plot)
+        return 0
     return 2
 
 

@@ -1,0 +1,178 @@
+package io.sparkcheckpointstorage.inspection
+
+import java.io.FileNotFoundException
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
+
+import io.sparkcheckpointstorage.coordinator._
+import io.sparkcheckpointstorage.filemanager.{CheckpointFiles, StatePaths}
+
+/** The checkpoint's state cannot be read; the message (the coordinator's) says why and what to do. */
+class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
+
+/**
+ * One file of a checkpoint as a state store provider sees it through our file manager.
+ *
+ * @param relPath path relative to the checkpoint root
+ * @param inline  held by the checkpoint coordinator (in driver heap or in a pack), not a file of its own
+ * @param pack    the pack holding an inline file's durable copy (name under `state-packs/`), if any
+ */
+final case class CheckpointEntry(relPath: String, length: Long, inline: Boolean, pack: Option[String],
+    modificationTime: Long)
+
+/**
+ * Reads a checkpoint the way our file manager shows it to a provider: real files, plus the
+ * inline state files the checkpoint coordinator holds (in driver heap, or in packs).
+ *
+ * Inline files are asked of the driver's coordinator when this JVM is a driver running the
+ * plugin (so a running query's files still in heap are seen); elsewhere (a plain JVM, the
+ * command line) of a private coordinator that rebuilds its index from the packs, exactly as a
+ * restarted driver does. A checkpoint whose state lived in a previous driver's heap only
+ * fails with the coordinator's message saying the state is gone.
+ */
+final class CheckpointReader(location: String, conf: Configuration) {
+  private def qualify(location: String): Path = {
+    val p = new Path(location)
+    p.getFileSystem(conf).makeQualified(p)
+  }
+  private val qualified: Path = qualify(location)
+  /** The checkpoint's qualified location (`file:/...`). */
+  val root: String = qualified.toString
+  /** The raw file system: no Hadoop `.crc` sidecars of our own, byte-exact reads. */
+  val fs: FileSystem = CheckpointReader.raw(qualified.getFileSystem(conf))
+
+  /**
+   * Who holds the inline files, and the key it holds them under: the driver's coordinator when
+   * it serves this checkpoint (under the spelling of the path the query used), else a private
+   * coordinator that reads the packs, so that reading never adds state to the driver's.
+   */
+  private val (coordinator: CheckpointCoordinator, key: String) =
+    Option(CheckpointCoordinator.current())
+      .flatMap(c => c.knownRoots.find(r => qualify(r) == qualified).map(c -> _))
+      .getOrElse(new CheckpointCoordinator(conf, Long.MaxValue) -> root)
+
+  def exists: Boolean = fs.exists(qualified)
+
+  private def ask(request: CoordinatorRequest): CoordinatorReply = coordinator.handle(request) match {
+    // The coordinator answers requests, never throws: its refusal (state gone with a previous
+    // driver, an unusable pack) becomes an error here, with its message.
+    case Refused(message) => throw new CheckpointUnreadableException(message)
+    case reply => reply
+  }
+
+  /** Every real file under the root, relative path -> status, hidden temp files excluded. */
+  private def realFiles(): Seq[(String, org.apache.hadoop.fs.FileStatus)] = {
+    val out = mutable.ArrayBuffer[(String, org.apache.hadoop.fs.FileStatus)]()
+    def walk(dir: Path, rel: String): Unit = {
+      val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[org.apache.hadoop.fs.FileStatus] }
+      statuses.sortBy(_.getPath.getName).foreach { s =>
+        val name = s.getPath.getName
+        val childRel = if (rel.isEmpty) name else s"$rel/$name"
+        if (s.isDirectory) walk(s.getPath, childRel)
+        else if (!CheckpointReader.isTemp(name)) out += childRel -> s
+      }
+    }
+    walk(qualified, "")
+    out.toSeq
+  }
+
+  /** Relative directories that may hold inline state files: real state dirs and those named in packs. */
+  private def stateDirs(real: Seq[String]): Seq[String] = {
+    val dirs = mutable.TreeSet[String]()
+    def addDirsOf(rel: String): Unit = {
+      var i = rel.lastIndexOf('/')
+      var d = if (i > 0) rel.substring(0, i) else ""
+      while (d.startsWith("state/")) {
+        dirs += d
+        i = d.lastIndexOf('/')
+        d = if (i > 0) d.substring(0, i) else ""
+      }
+    }
+    real.foreach(r => if (r.startsWith("state/")) addDirsOf(r))
+    val packDir = StatePaths.packDir(root)
+    val dirsOnDisk = mutable.ArrayBuffer[String]()
+    def walkDirs(dir: Path, rel: String): Unit = {
+      val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[org.apache.hadoop.fs.FileStatus] }
+      statuses.filter(_.isDirectory).foreach { s =>
+        val r = s"$rel/${s.getPath.getName}"
+        dirsOnDisk += r
+        walkDirs(s.getPath, r)
+      }
+    }
+    walkDirs(new Path(qualified, "state"), "state")
+    dirs ++= dirsOnDisk
+    packs().foreach { case (_, index) => index.entries.foreach(e => addDirsOf(e.relPath)) }
+    dirs.toSeq
+  }
+
+  /** The packs of the checkpoint, oldest first: (file name, index). */
+  def packs(): Seq[(String, PackIndex)] = {
+    val dir = StatePaths.packDir(root)
+    CheckpointFiles.listNames(dir, conf).flatMap(n => StatePack.batchOf(n).map(_ -> n)).sortBy(_._1).flatMap {
+      case (_, name) =>
+        val path = new Path(dir, name)
+        CheckpointFiles.readSmall(path, conf).map(bytes => name -> StatePack.readIndex(bytes, path.toString))
+    }
+  }
+
+  /** Every file of the checkpoint, real and inline, sorted by path. */
+  def entries(): Seq[CheckpointEntry] = {
+    val real = realFiles()
+    val realEntries = real.map { case (rel, s) => rel -> CheckpointEntry(rel, s.getLen, inline = false, None, s.getModificationTime) }.toMap
+    val inline = stateDirs(real.map(_._1)).flatMap { dir =>
+      ask(ListInline(key, dir)) match {
+        case Listing(files) => files.map { case (rel, len) =>
+          val pack = ask(GetInline(key, rel)) match {
+            case InPack(p, _, _, _) => Some(new Path(p).getName)
+            case _ => None
+          }
+          rel -> CheckpointEntry(rel, len, inline = true, pack, 0L)
+        }
+        case _ => Nil
+      }
+    }.toMap
+    // An inline file shadows a real one of the same path, as in the file manager.
+    (realEntries ++ inline).values.toSeq.sortBy(_.relPath)
+  }
+
+  /** The bytes of one file, inline or real; None when it no longer exists. */
+  def read(entry: CheckpointEntry): Option[Array[Byte]] = read(entry.relPath, entry.inline, 0)
+
+  private def read(rel: String, inline: Boolean, attempt: Int): Option[Array[Byte]] = {
+    val path = new Path(qualified, rel)
+    if (!inline) return readReal(path)
+    ask(GetInline(key, rel)) match {
+      case InlineBytes(bytes) => Some(bytes)
+      case InPack(pack, offset, length, crc) =>
+        try Some(StatePack.verify(CheckpointFiles.readRange(new Path(pack), offset, length, conf), pack, path.toString, crc))
+        catch {
+          // A running query superseded the pack while we read: ask again where the file is now.
+          case _: FileNotFoundException if attempt < 3 => read(rel, inline = true, attempt + 1)
+        }
+      case _ => readReal(path)
+    }
+  }
+
+  private def readReal(path: Path): Option[Array[Byte]] =
+    try {
+      val in = fs.open(path)
+      try Some(in.readAllBytes()) finally in.close()
+    } catch { case _: FileNotFoundException => None }
+
+  /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */
+  def batchIds(dir: String): Seq[Long] =
+    CheckpointFiles.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
+}
+
+object CheckpointReader {
+  def raw(fs: FileSystem): FileSystem = fs match {
+    case l: LocalFileSystem => l.getRaw
+    case other => other
+  }
+
+  /** Temp files of atomic writes (ours: `.<name>.<uuid>.tmp`; Hadoop's: `.<name>.<uuid>.tmp` too). */
+  def isTemp(name: String): Boolean = name.startsWith(".") && name.endsWith(".tmp")
+}

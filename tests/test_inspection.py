@@ -1,0 +1,251 @@
+"""Checkpoint inspection, checked against the files on disk: the commit log, the real state
+files, and the packs (parsed here independently of the JVM); the command line in a fresh
+process (no driver: inline state read from the packs) agrees with the in-driver view."""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
+from spark_checkpoint_storage.checkpoint_storage import (
+    DriverCheckpointStorage,
+    FileSystemCheckpointStorage,
+)
+from spark_checkpoint_storage.errors import CheckpointNotFoundException, CheckpointStateException
+from spark_checkpoint_storage.inspection import CheckpointInspection, inspect_checkpoint
+
+from conftest import assert_ok
+
+SCHEMA = "k long, v long"
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def spark():
+    builder = (SparkSession.builder.master("local[2]")
+               .config("spark.sql.shuffle.partitions", PARTITIONS)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    yield session
+    session.stop()
+
+
+def start(spark, root):
+    source = os.path.join(str(root), "source")
+    os.makedirs(source, exist_ok=True)
+    return (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k")
+            .agg(F.count("*").alias("n"))
+            .writeStream.outputMode("update").format("noop")
+            .option("checkpointLocation", os.path.join(str(root), "checkpoint")).start())
+
+
+def add_batch(spark, root, query, b, keys=40):
+    spark.createDataFrame([(k, b) for k in range(keys)], SCHEMA).coalesce(1) \
+        .write.mode("append").parquet(os.path.join(str(root), "source"))
+    query.processAllAvailable()
+
+
+def read_utf(data, pos):
+    (n,) = struct.unpack_from(">H", data, pos)
+    return data[pos + 2:pos + 2 + n].decode("utf-8"), pos + 2 + n
+
+
+def parse_pack(path):
+    """The pack format of coordinator/StatePack.scala, read independently of the JVM."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"SCSPACK1" and data[-8:] == b"SCSPACK1"
+    (batch_id,) = struct.unpack_from(">q", data, 8)
+    (index_offset,) = struct.unpack_from(">q", data, len(data) - 16)
+    pos = index_offset
+    (count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    entries = []
+    for _ in range(count):
+        rel, pos = read_utf(data, pos)
+        offset, length, _crc = struct.unpack_from(">qii", data, pos)
+        pos += 16
+        entries.append((rel, length))
+    (deleted_count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    deleted = []
+    for _ in range(deleted_count):
+        rel, pos = read_utf(data, pos)
+        deleted.append(rel)
+    return batch_id, entries, deleted
+
+
+def inline_files_on_disk(checkpoint):
+    """rel path -> (pack name, length) of the inline files the packs hold, oldest pack first."""
+    pack_dir = os.path.join(checkpoint, "state-packs")
+    live = {}
+    for name in sorted(os.listdir(pack_dir), key=lambda n: int(n.split(".")[0])):
+        _, entries, deleted = parse_pack(os.path.join(pack_dir, name))
+        for rel in deleted:
+            live.pop(rel, None)
+        for rel, length in entries:
+            live[rel] = (name, length)
+    return live
+
+
+def real_state_files(checkpoint):
+    out = {}
+    for d, _, files in os.walk(os.path.join(checkpoint, "state")):
+        for f in files:
+            if ".heap-" in f:
+                out[os.path.relpath(os.path.join(d, f), checkpoint)] = os.path.getsize(os.path.join(d, f))
+    return out
+
+
+@pytest.fixture(scope="module")
+def mixed_checkpoint(spark, tmp_path_factory):
+    """Two batches with state packed inline, then two more after a restart with threshold 0,
+    where every state file is a file of its own."""
+    root = tmp_path_factory.mktemp("mixed")
+    config = get_checkpoint_config(spark)
+    config.set_checkpoint_storage(FileSystemCheckpointStorage(str(root / "cp")))
+    query = start(spark, root)
+    for b in range(2):
+        add_batch(spark, root, query, b)
+    query.stop()
+    config.set_checkpoint_storage(FileSystemCheckpointStorage(str(root / "cp"), 0))
+    query = start(spark, root)
+    for b in range(2, 4):
+        add_batch(spark, root, query, b)
+    running = inspect_checkpoint(query)  # a running query, through the driver's coordinator
+    query.stop()
+    spark.conf.unset("spark.sql.streaming.checkpointStorage.app.kind")
+    for key in ("checkpointPath", "fileStateSizeThreshold"):
+        spark.conf.unset("spark.sql.streaming.checkpointStorage.app." + key)
+    return os.path.join(str(root), "checkpoint"), running
+
+
+def test_inspection_matches_the_files_on_disk(mixed_checkpoint):
+    checkpoint, _ = mixed_checkpoint
+    info = inspect_checkpoint(checkpoint)
+    assert isinstance(info, CheckpointInspection)
+
+    commits = sorted(int(f) for f in os.listdir(os.path.join(checkpoint, "commits")) if f.isdigit())
+    assert info.committed_batches == commits == [0, 1, 2, 3]
+    assert info.last_committed_batch == 3
+    assert info.uncommitted_batches == []
+    assert info.retained_range == (0, 3)
+    with open(os.path.join(checkpoint, "metadata")) as f:
+        assert json.loads(f.readline())["id"] == info.query_id
+
+    inline = {rel: v for rel, v in inline_files_on_disk(checkpoint).items() if ".heap-" in rel}
+    real = real_state_files(checkpoint)
+    assert inline and real
+    # Versions 1-2 were packed, 3-4 are files of their own.
+    assert {rel.rsplit("/", 1)[1].split(".")[0] for rel in inline} == {"1", "2"}
+    assert {rel.rsplit("/", 1)[1].split(".")[0] for rel in real} == {"3", "4"}
+
+    stores = info.stores.to_pylist()
+    assert [(s["operator"], s["partition"], s["store"]) for s in stores] == \
+        [(0, p, "default") for p in range(PARTITIONS)]
+    for s in stores:
+        prefix = "state/0/%d/" % s["partition"]
+        mine_inline = {r: v for r, v in inline.items() if r.startswith(prefix)}
+        mine_real = {r: v for r, v in real.items() if r.startswith(prefix)}
+        assert s["inline_files"] == len(mine_inline) == 2
+        assert s["inline_bytes"] == sum(length for _, length in mine_inline.values())
+        assert s["files"] - s["inline_files"] == len(mine_real) == 2
+        assert s["file_bytes"] == sum(mine_real.values())
+        assert (s["min_version"], s["max_version"]) == (1, 4)
+        assert s["restorable_from_version"] == 1
+    assert info.total_inline_bytes == sum(length for _, length in inline.values())
+    assert info.total_file_bytes == sum(real.values())
+
+    operators = info.operators().to_pylist()
+    assert operators == [{"operator": 0, "stores": PARTITIONS, "files": 4 * PARTITIONS,
+                          "inline_files": 2 * PARTITIONS,
+                          "inline_bytes": info.total_inline_bytes,
+                          "file_bytes": info.total_file_bytes}]
+
+    packs = info.packs.to_pylist()
+    pack_dir = os.path.join(checkpoint, "state-packs")
+    assert sorted(p["name"] for p in packs) == sorted(os.listdir(pack_dir))
+    for p in packs:
+        batch_id, entries, deleted = parse_pack(os.path.join(pack_dir, p["name"]))
+        assert p["bytes"] == os.path.getsize(os.path.join(pack_dir, p["name"]))
+        assert (p["batch_id"], p["entries"], p["deleted"]) == (batch_id, len(entries), len(deleted))
+
+    batches = info.batches.to_pylist()
+    assert [b["batch_id"] for b in batches] == [0, 1, 2, 3]
+    for b in batches:
+        version = "%d.heap-delta" % (b["batch_id"] + 1)
+        assert b["committed"]
+        assert b["state_files"] == PARTITIONS
+        assert b["inline_bytes"] == sum(l for r, (_, l) in inline.items() if r.endswith("/" + version))
+        assert b["file_bytes"] == sum(v for r, v in real.items() if r.endswith("/" + version))
+        commit_mtime = os.path.getmtime(os.path.join(checkpoint, "commits", str(b["batch_id"])))
+        assert abs(b["committed_at_ms"] / 1000.0 - commit_mtime) < 1.0
+        assert b["duration_ms"] >= 0
+
+
+def test_running_query_view_agrees(mixed_checkpoint):
+    checkpoint, running = mixed_checkpoint
+    stopped = inspect_checkpoint(checkpoint)
+    assert running.stores.to_pylist() == stopped.stores.to_pylist()
+    assert running.committed_batches == stopped.committed_batches
+
+
+def test_command_line_reads_packs_without_a_driver(mixed_checkpoint, tmp_path, spark):
+    checkpoint, _ = mixed_checkpoint
+    env = dict(os.environ)
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    env.pop("PYSPARK_GATEWAY_SECRET", None)
+    plot = str(tmp_path / "plot.png")
+    cmd = [sys.executable, "-m", "spark_checkpoint_storage", "inspect", checkpoint, "--plot", plot]
+    out = assert_ok(subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env))
+    assert "committed batches 0-3" in out
+    assert "retained range    0 to 3" in out
+    assert "query id          %s" % inspect_checkpoint(checkpoint).query_id in out
+    assert "stores (operator, partition, store)" in out
+    with open(plot, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(plot) > 10000
+
+    as_json = assert_ok(subprocess.run(cmd[:-2] + ["--json"], capture_output=True, text=True,
+                                       timeout=300, env=env))
+    offline = json.loads(as_json)
+    in_driver = inspect_checkpoint(checkpoint).to_dict()
+    assert offline["stores"] == in_driver["stores"]
+    assert offline["batches"] == in_driver["batches"]
+    assert offline["packs"] == in_driver["packs"]
+
+
+def test_heap_only_state_that_is_gone_is_a_clear_error(spark, tmp_path):
+    config = get_checkpoint_config(spark)
+    config.set_checkpoint_storage(DriverCheckpointStorage())
+    try:
+        query = start(spark, tmp_path)
+        add_batch(spark, tmp_path, query, 0, keys=3)
+        assert inspect_checkpoint(query).stores.num_rows == PARTITIONS  # held by this driver
+        query.stop()
+    finally:
+        spark.conf.unset("spark.sql.streaming.checkpointStorage.app.kind")
+    import time
+
+    deadline = time.time() + 10
+    while True:  # the query listener frees the state shortly after stop()
+        try:
+            inspect_checkpoint(os.path.join(str(tmp_path), "checkpoint"))
+        except CheckpointStateException as e:
+            assert "kept in the heap of the driver only" in str(e)
+            assert "is gone" in str(e)
+            break
+        assert time.time() < deadline, "the stopped query's heap-only state is still readable"
+        time.sleep(0.2)
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointNotFoundException, match="No checkpoint at"):
+        inspect_checkpoint(str(tmp_path / "nothing"))
