@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -33,6 +34,11 @@ FILE_MANAGERS = {
     "spark": "org.apache.spark.sql.execution.streaming.checkpointing."
              "FileContextBasedCheckpointFileManager",
 }
+
+STORAGE_CONF = "spark.sql.streaming.checkpointStorage"
+
+#: Exit status of a driver process that killed itself on purpose (``kill_driver_at``).
+DRIVER_KILLED_EXIT = 86
 
 SOURCE_SCHEMA = "id long, k long, v long, side string, t long"
 ROWS_PER_BATCH = 30
@@ -211,9 +217,11 @@ class Driver:
     """Runs the queries of one scenario step in this process's driver JVM.
 
     ``spec`` keys: ``work`` (directory shared by the steps of a scenario), ``master``,
-    ``provider``, ``file_manager`` (optional), ``operators``, ``feed`` (list of batch
-    numbers, or ``"flush"``), ``kill_executor_after`` (batch numbers: SIGKILL one executor
-    JVM right after writing that file), ``results`` (write results.json at the end)."""
+    ``provider``, ``file_manager`` (optional), ``storage`` (optional: ``filesystem``, or
+    ``driver`` with a checkpoint path, so that its packs persist), ``operators``, ``feed``
+    (list of batch numbers, or ``"flush"``), ``kill_executor_after`` (batch numbers: SIGKILL
+    one executor JVM right after writing that file), ``kill_driver_at`` (a batch number: see
+    :meth:`kill_driver`), ``results`` (write results.json at the end)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -223,6 +231,10 @@ class Driver:
         self.operators = [OPERATORS[n] for n in spec["operators"]]
         self.queries = {}
         self.log = {"killed": [], "batches": {}, "state_rows_removed": {}, "seconds": []}
+        #: set when the driver is to die in the queries' next batch (see kill_driver)
+        self.kill_armed = threading.Event()
+        self.kill_barrier = threading.Barrier(len(self.operators))
+        self.killed_batches = {}
 
     # -- session
 
@@ -243,6 +255,12 @@ class Driver:
                    .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 2)
                    .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s")
                    .config("spark.sql.streaming.minBatchesToRetain", 3))
+        storage = self.spec.get("storage")
+        if storage:
+            builder = builder.config(STORAGE_CONF, storage)
+            if storage == "driver":
+                builder = builder.config(STORAGE_CONF + ".checkpointPath",
+                                         os.path.join(self.work, "driver-storage"))
         fm = self.spec.get("file_manager")
         if fm:
             builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
@@ -295,6 +313,8 @@ class Driver:
             with open(tmp, "w") as f:
                 json.dump(rows, f)
             os.rename(tmp, os.path.join(out, "%d.json" % batch_id))
+            if self.kill_armed.is_set():
+                self.kill_driver(op.name, batch_id)
 
         stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(self.source))
         return (op.build(stream).writeStream.queryName(op.name).outputMode(op.mode)
@@ -317,6 +337,29 @@ class Driver:
             if q.exception() is not None:
                 raise RuntimeError("query %s failed: %s" % (name, q.exception()))
             self.log["batches"][name] = q.lastProgress["batchId"] if q.lastProgress else None
+
+    # -- the driver
+
+    def kill_driver(self, name: str, batch_id: int):
+        """Called by each query's sink once its batch's output is written: by then every
+        state store of the batch has committed, and Spark writes ``commits/<batch_id>`` only
+        after the sink returns. All queries meet here, then the driver JVM is SIGKILLed and
+        this process exits: every query is caught exactly between the state commit of a
+        batch and its commit log entry."""
+        self.killed_batches[name] = batch_id
+        try:
+            killer = self.kill_barrier.wait(timeout=120) == 0
+        except threading.BrokenBarrierError:
+            killer = True  # another query is stuck: kill anyway, the test sees who was missing
+        if not killer:
+            time.sleep(3600)  # the killer thread ends this process
+        path = os.path.join(self.work, "driver-killed.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(dict(self.killed_batches), f)
+        os.rename(path + ".tmp", path)
+        print("KILLING driver in batches %s" % self.killed_batches, flush=True)
+        os.kill(self.jvm_pid, signal.SIGKILL)
+        os._exit(DRIVER_KILLED_EXIT)
 
     # -- executors
 
@@ -361,6 +404,7 @@ class Driver:
     def run(self):
         started = time.time()
         spark = self.session()
+        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         print("SESSION in %.1f s" % (time.time() - started), flush=True)
         if self.spec["master"].startswith("local-cluster"):
             self.log["executors_at_start"] = self.wait_for_executors(2)
@@ -368,6 +412,8 @@ class Driver:
             self.queries[op.name] = self.start(op)
         try:
             for b in self.spec["feed"]:
+                if b == self.spec.get("kill_driver_at"):
+                    self.kill_armed.set()
                 if b == "flush":
                     self.write_file("flush", flush_rows())
                 else:

@@ -48,7 +48,18 @@ SCENARIOS = {
     "local_cluster": [dict(master=CLUSTER, feed=[0, 1, 2, "flush"])],
     "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"],
                              kill_executor_after=[1, 2])],
+    # The driver is SIGKILLed once every query has committed the state of the batch that
+    # reads file 2 and before Spark writes that batch's commits/N; a new driver resumes.
+    "driver_killed": [dict(master=CLUSTER, feed=[0, 1, 2], kill_driver_at=2,
+                           expect_exit=so.DRIVER_KILLED_EXIT),
+                      dict(master=CLUSTER, feed=[3, "flush"])],
 }
+
+#: The scenarios above run on the default storage, the file system one (the query's checkpoint
+#: location is known). The driver storage runs the failure scenarios too, with the operators
+#: of shared/DESIGN.md's storage evidence: aggregation, deduplication, a stream-stream join.
+STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
+DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
 DRIVER = """
     import sys
@@ -62,38 +73,62 @@ class ScenarioFailed(Exception):
     pass
 
 
-def run_scenario(root, provider: str, scenario: str) -> dict:
+def commit_logs(work, operators) -> dict:
+    """operator -> (newest offsets/N, newest commits/N) in its checkpoint."""
+    def newest(d):
+        ids = [int(f) for f in os.listdir(d) if f.isdigit()] if os.path.isdir(d) else []
+        return max(ids) if ids else None
+    return {name: (newest(os.path.join(work, "checkpoints", name, "offsets")),
+                   newest(os.path.join(work, "checkpoints", name, "commits")))
+            for name in operators}
+
+
+def run_scenario(root, provider: str, scenario: str, storage=None, operators=None) -> dict:
     work = root / "work"
     steps = SCENARIOS[scenario]
+    operators = operators or OPERATORS
+    after_kill = None
     for i, step in enumerate(steps):
         spec = dict(step, work=str(work), provider=provider, file_manager=FILE_MANAGER,
-                    operators=OPERATORS, results=(i == len(steps) - 1))
+                    storage=storage, operators=operators, results=(i == len(steps) - 1))
+        expect_exit = spec.pop("expect_exit", 0)
         step_dir = root / ("driver-%d" % i)
         step_dir.mkdir()
         spec_path = step_dir / "spec.json"
         spec_path.write_text(json.dumps(spec))
         result = Subprocess(step_dir).python(DRIVER % (TESTS, str(spec_path)), timeout=900,
                                              env={"TZ": "UTC"})
+        # Whole outputs, for a failure's post-mortem (assert_ok shows only their ends).
+        (step_dir / "stdout.txt").write_text(result.stdout)
+        (step_dir / "stderr.txt").write_text(result.stderr)
+        if expect_exit and result.returncode == expect_exit:
+            after_kill = {"commit_logs": commit_logs(str(work), operators),
+                          "killed_in": json.loads((work / "driver-killed.json").read_text())}
+            continue
         try:
             assert_ok(result)
         except AssertionError as e:
             raise ScenarioFailed("%s, driver %d of %d: %s" % (scenario, i + 1, len(steps), e))
     results = json.loads((work / "results.json").read_text())
     results["work"] = str(work)
+    results["after_kill"] = after_kill
     return results
 
 
 @pytest.fixture(scope="module")
 def scenario_results(tmp_path_factory):
-    """(provider, scenario) -> results, each scenario run once for all its operators."""
+    """(provider, scenario[, storage]) -> results, each scenario run once for all its
+    operators."""
     cache = {}
 
-    def get(provider, scenario):
-        key = (provider, scenario)
+    def get(provider, scenario, storage=None):
+        key = (provider, scenario, storage)
         if key not in cache:
             try:
                 cache[key] = run_scenario(
-                    tmp_path_factory.mktemp("%s-%s" % (provider, scenario)), provider, scenario)
+                    tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
+                    provider, scenario, storage,
+                    STORAGE_OPERATORS if storage else None)
             except ScenarioFailed as e:
                 cache[key] = e
         if isinstance(cache[key], ScenarioFailed):
@@ -162,4 +197,50 @@ def test_executor_killed(scenario_results, provider, name):
         assert not os.path.exists("/proc/%d" % k["pid"])
     # Spark replaced them: the executors at the end are new ones.
     assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
+    check(results, provider, name)
+
+
+def check_killed_between_state_commit_and_commit_log(results, name):
+    """The first driver died where intended: the batch it was killed in has its offsets
+    but no commits entry."""
+    after = results["after_kill"]
+    assert after is not None, "the first driver was not killed"
+    batch = after["killed_in"].get(name)
+    assert batch is not None, "%s never reached its sink before the kill: %s" % (name, after)
+    offsets, commits = after["commit_logs"][name]
+    assert offsets == batch and commits == batch - 1, (
+        "%s: killed in batch %s, found offsets/%s and commits/%s" % (name, batch, offsets, commits))
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_driver_killed_before_commit_log(scenario_results, provider, name):
+    """Default (file system) storage, all operators."""
+    results = scenario_results(provider, "driver_killed")
+    if FILE_MANAGER is None:
+        assert "FileSystemCheckpointStorage" in storage_of(results, name)
+    check_killed_between_state_commit_and_commit_log(results, name)
+    check(results, provider, name)
+
+
+def storage_of(results, name) -> str:
+    with open(os.path.join(results["work"], "checkpoints", name, "checkpoint-storage")) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("name", STORAGE_OPERATORS)
+@pytest.mark.parametrize("scenario", [
+    pytest.param(sc, marks=[pytest.mark.cluster] if SCENARIOS[sc][0]["master"] == CLUSTER else [])
+    for sc in DRIVER_STORAGE_SCENARIOS])
+def test_driver_storage(scenario_results, scenario, name):
+    """The driver storage with a checkpoint path (packs under the query's checkpoint) in the
+    failure scenarios; the file system storage runs them in the tests above."""
+    provider = PROVIDER_NAMES[0]
+    results = scenario_results(provider, scenario, "driver")
+    assert "DriverCheckpointStorage" in storage_of(results, name)
+    if scenario == "driver_killed":
+        check_killed_between_state_commit_and_commit_log(results, name)
+    if scenario == "executor_killed":
+        assert [k["executor"] for k in results["log"]["killed"]] == ["0", "1"], results["log"]
     check(results, provider, name)

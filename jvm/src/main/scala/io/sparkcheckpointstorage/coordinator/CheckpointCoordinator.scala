@@ -270,6 +270,12 @@ private[coordinator] object RootState {
     val state = new RootState(root, persistent = true, keepInHeap)
     val dir = StatePaths.packDir(root)
     val seqs = CheckpointFiles.listNames(dir, conf).flatMap(n => StatePack.batchOf(n)).sorted
+    // Packs are numbered without gaps and only the oldest are ever deleted: a gap is a lost
+    // pack, and the state it held would silently be older than the commit log says.
+    seqs.zip(seqs.drop(1)).find { case (a, b) => b != a + 1 }.foreach { case (a, b) =>
+      throw new CorruptPackException(new Path(dir, StatePack.fileName(a + 1)).toString,
+        s"it is missing, while packs ${StatePack.fileName(a)} and ${StatePack.fileName(b)} exist")
+    }
     seqs.foreach { seq =>
       val path = new Path(dir, StatePack.fileName(seq))
       val bytes = CheckpointFiles.readSmall(path, conf).getOrElse(

@@ -123,6 +123,30 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(e.getMessage.contains("1.pack") && e.getMessage.contains("truncated"), e.getMessage)
   }
 
+  test("a missing pack (a gap in the numbering) fails the restore naming it") {
+    val m = fm()
+    (0 to 2).foreach { b => write(m, s"${b + 1}.heap-delta", 50, b.toByte); commit(m, b) }
+    assert(new File(dir, "state-packs").list().sorted.toSeq == Seq("1.pack", "2.pack", "3.pack"))
+    assert(new File(dir, "state-packs/2.pack").delete())
+    restartDriver()
+    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    assert(e.getMessage.contains("state-packs/2.pack is unusable: it is missing"), e.getMessage)
+  }
+
+  test("a partition committed twice (task retry, speculative attempt) is stored once") {
+    val first = fm()
+    write(first, "1.heap-delta", 50, 7)
+    // The second attempt runs on another executor: its own file manager, same bytes.
+    val second = fm()
+    write(second, "1.heap-delta", 50, 7)
+    commit(first, 0)
+    assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
+    assert(CheckpointCoordinator.current().heldInlineBytes == 0, "the pack holds the bytes now")
+    restartDriver()
+    assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](50)(7))
+    assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("1.heap-delta"))
+  }
+
   test("a pack from another query's checkpoint is refused") {
     val m = fm()
     write(m, "1.heap-delta", 50)
