@@ -16,6 +16,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     inspect.add_argument("--plot", metavar="PNG", help="also write a plot of state size and "
                          "commit time over batches to this PNG file")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    save = sub.add_parser("savepoint", help="copy a stopped query's checkpoint at its last "
+                          "committed batch into a self-contained, relocatable savepoint")
+    save.add_argument("checkpoint", help="the query's checkpoint location")
+    save.add_argument("target", help="the savepoint directory (must not exist or be empty)")
+    save.add_argument("--batch", type=int, default=None, help="the committed batch to save")
     args = parser.parse_args(argv)
 
     if args.command == "jar":
@@ -50,6 +55,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.plot:
             info.plot(args.plot)
             print("plot written to %s" % args.plot)
+        return 0
+    if args.command == "savepoint":
+        from spark_checkpoint_storage.errors import CheckpointStorageException
+        from spark_checkpoint_storage.savepoints import savepoint
+
+        try:
+            print(savepoint(args.checkpoint, args.target, batch_id=args.batch))
+        except CheckpointStorageException as e:
+            print("error: %s" % e, file=sys.stderr)
+            return 1
         return 0
     return 2
 

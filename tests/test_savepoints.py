@@ -1,0 +1,241 @@
+"""Savepoints: a copy taken from a running query, moved elsewhere, restored by a new query
+with exact results; heap-only driver state made durable by a savepoint; the copy is
+self-contained (no packs, no marker, no path of the original) and stops at the committed
+batch; targets inside the checkpoint, non-empty targets and uncommitted batches refused."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
+from spark_checkpoint_storage.checkpoint_storage import (
+    DriverCheckpointStorage,
+    FileSystemCheckpointStorage,
+)
+from spark_checkpoint_storage.errors import SavepointException
+from spark_checkpoint_storage.savepoints import SAVEPOINT_MANIFEST, savepoint
+
+from conftest import assert_ok
+
+SCHEMA = "k long, v long"
+KEYS = 20
+
+
+@pytest.fixture(scope="module")
+def spark():
+    builder = (SparkSession.builder.master("local[2]")
+               .config("spark.sql.shuffle.partitions", 3)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def storage(spark):
+    """Sets a storage for one test, then restores the session's settings."""
+    config = get_checkpoint_config(spark)
+
+    def set_storage(s, savepoint_path=None):
+        config.set_checkpoint_storage(s)
+        if savepoint_path:
+            spark.conf.set("spark.sql.streaming.checkpointStorage.savepointPath", savepoint_path)
+    yield set_storage
+    for key in list(spark.conf.getAll):
+        if key.startswith("spark.sql.streaming.checkpointStorage"):
+            spark.conf.unset(key)
+
+
+def add_input(spark, source, b):
+    spark.createDataFrame([(k, b) for k in range(KEYS)], SCHEMA).coalesce(1) \
+        .write.mode("append").parquet(source)
+
+
+#: sink name -> [(batch id, k, n, s)] written by the query (foreachBatch recovers from a
+#: checkpoint; the memory sink does not).
+OUTPUT = {}
+
+
+def start(spark, source, checkpoint, sink):
+    rows = OUTPUT.setdefault(sink, [])
+
+    def collect(df, batch_id):
+        rows.extend((batch_id, r.k, r.n, r.s) for r in df.collect())
+
+    return (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k")
+            .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+            .writeStream.outputMode("update").foreachBatch(collect)
+            .option("checkpointLocation", checkpoint).start())
+
+
+def sink_rows(spark, sink):
+    """The latest row per key, and the batches that wrote any."""
+    latest = {}
+    for batch_id, k, n, s in OUTPUT[sink]:
+        latest[k] = (k, n, s)
+    return sorted(latest.values())
+
+
+def sink_batches(sink):
+    return sorted({row[0] for row in OUTPUT[sink]})
+
+
+def expected(batches):
+    return sorted((k, len(batches), sum(batches)) for k in range(KEYS))
+
+
+def files_under(path):
+    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+
+
+def assert_self_contained(path, source_checkpoint, batch):
+    files = files_under(path)
+    assert SAVEPOINT_MANIFEST in files
+    assert not [f for f in files if f.startswith("state-packs/")], files
+    assert "checkpoint-storage" not in files
+    assert [f for f in files if ".heap-delta" in f], files
+    assert max(int(f.split("/")[1]) for f in files if f.startswith("commits/")) == batch
+    assert max(int(f.split("/")[1]) for f in files if f.startswith("offsets/")) == batch
+    versions = {int(f.rsplit("/", 1)[1].split(".")[0]) for f in files if ".heap-" in f}
+    assert max(versions) == batch + 1  # batch N writes state version N + 1
+    needle = source_checkpoint.encode()
+    for f in files:
+        with open(os.path.join(path, f), "rb") as fh:
+            assert needle not in fh.read(), "%s names the original checkpoint" % f
+    with open(os.path.join(path, SAVEPOINT_MANIFEST)) as fh:
+        manifest = json.load(fh)
+    assert manifest["batchId"] == batch
+    assert manifest["files"] == len(files) - 1
+
+
+def test_savepoint_of_a_running_query_restores_exactly_elsewhere(spark, storage, tmp_path):
+    storage(FileSystemCheckpointStorage(str(tmp_path / "cp")),
+            savepoint_path=str(tmp_path / "savepoints"))
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    query = start(spark, source, checkpoint, "sp_original")
+    for b in range(3):
+        add_input(spark, source, b)
+        query.processAllAvailable()
+    # Taken while the query runs: its last committed batch, 2.
+    path = savepoint(query)
+    assert path.startswith("file:" + str(tmp_path / "savepoints") + "/savepoint-%s-" % str(query.id)[:6])
+    add_input(spark, source, 3)
+    query.processAllAvailable()
+    query.stop()
+    local = path[len("file:"):]
+    assert_self_contained(local, checkpoint, batch=2)
+
+    # Relocatable: move it, then resume from it. Batch 3's input is new to the copy.
+    moved = str(tmp_path / "elsewhere" / "restored")
+    shutil.move(local, moved)
+    resumed = start(spark, source, moved, "sp_resumed")
+    resumed.processAllAvailable()
+    resumed.stop()
+    # Only batch 3 ran, on top of the saved state of batches 0-2: exact cumulative results,
+    # the same the original query wrote for its batch 3.
+    assert sink_batches("sp_resumed") == [3]
+    assert sink_rows(spark, "sp_resumed") == expected([0, 1, 2, 3])
+    assert sink_rows(spark, "sp_original") == expected([0, 1, 2, 3])
+    state = sorted((r.key[0], r.value[0], r.value[1])
+                   for r in spark.read.format("statestore").load(moved).collect())
+    assert state == expected([0, 1, 2, 3])
+
+
+def test_savepoint_makes_heap_only_driver_state_durable(spark, storage, tmp_path):
+    storage(DriverCheckpointStorage())  # state in driver heap only, no pack anywhere
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    query = start(spark, source, checkpoint, "sp_heap")
+    for b in range(2):
+        add_input(spark, source, b)
+        query.processAllAvailable()
+    target = str(tmp_path / "sp")
+    assert savepoint(query, target) == "file:" + target
+    query.stop()
+    assert not os.path.exists(os.path.join(checkpoint, "state-packs"))
+    assert_self_contained(target, checkpoint, batch=1)
+
+    # The original cannot resume (its state died with the query); the savepoint can, here
+    # moving the query to the file system storage.
+    storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
+    add_input(spark, source, 2)
+    resumed = start(spark, source, target, "sp_heap_resumed")
+    resumed.processAllAvailable()
+    resumed.stop()
+    assert sink_batches("sp_heap_resumed") == [2]
+    assert sink_rows(spark, "sp_heap_resumed") == expected([0, 1, 2])
+
+
+def test_savepoint_refusals(spark, storage, tmp_path):
+    storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    query = start(spark, source, checkpoint, "sp_refusals")
+    for b in range(2):
+        add_input(spark, source, b)
+        query.processAllAvailable()
+    query.stop()
+
+    with pytest.raises(SavepointException, match="lies inside the checkpoint") as err:
+        savepoint(checkpoint, os.path.join(checkpoint, "sp"))
+    assert err.value.getCondition() == "CHECKPOINT_STORAGE.SAVEPOINT"
+
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "file").write_text("x")
+    with pytest.raises(SavepointException, match="already exists and is not empty"):
+        savepoint(checkpoint, str(occupied))
+
+    with pytest.raises(SavepointException, match="has no committed batch 7"):
+        savepoint(checkpoint, str(tmp_path / "sp7"), batch_id=7)
+
+    # A batch that was planned but never committed (the driver died, or it is running).
+    shutil.copy(os.path.join(checkpoint, "offsets", "1"), os.path.join(checkpoint, "offsets", "2"))
+    with pytest.raises(SavepointException, match="Batch 2 of the checkpoint .* is not committed") as err:
+        savepoint(checkpoint, str(tmp_path / "sp2"), batch_id=2)
+    assert "The last committed batch is 1" in str(err.value)
+    assert not os.path.exists(str(tmp_path / "sp2"))
+    # By default the last committed batch is saved, without the uncommitted one.
+    path = savepoint(checkpoint, str(tmp_path / "sp1"))
+    assert_self_contained(path[len("file:"):], checkpoint, batch=1)
+    # An earlier committed batch can be saved too.
+    older = savepoint(checkpoint, str(tmp_path / "sp0"), batch_id=0)
+    assert_self_contained(older[len("file:"):], checkpoint, batch=0)
+
+    # Without a savepoint directory the default lies inside the query's own checkpoint.
+    for key in list(spark.conf.getAll):
+        if key.startswith("spark.sql.streaming.checkpointStorage"):
+            spark.conf.unset(key)
+    with pytest.raises(SavepointException, match="lies inside the checkpoint"):
+        savepoint(checkpoint)
+
+    with pytest.raises(SavepointException, match="No checkpoint at"):
+        savepoint(str(tmp_path / "nothing"), str(tmp_path / "spx"))
+
+
+def test_savepoint_command_line(spark, storage, tmp_path, subproc):
+    storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    query = start(spark, source, checkpoint, "sp_cli")
+    add_input(spark, source, 0)
+    query.processAllAvailable()
+    query.stop()
+    target = str(tmp_path / "cli-sp")
+    ok = subprocess.run([sys.executable, "-m", "spark_checkpoint_storage", "savepoint", checkpoint,
+                         target], capture_output=True, text=True, timeout=300, env=subproc.env())
+    assert assert_ok(ok).strip() == "file:" + target
+    assert_self_contained(target, checkpoint, batch=0)
+    again = subprocess.run([sys.executable, "-m", "spark_checkpoint_storage", "savepoint",
+                            checkpoint, target], capture_output=True, text=True, timeout=300,
+                           env=subproc.env())
+    assert again.returncode == 1
+    assert "already exists and is not empty" in again.stderr
