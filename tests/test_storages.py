@@ -198,44 +198,122 @@ def test_delete_on_cancellation_deletes_the_checkpoint_of_a_stopped_query(subpro
     assert "AFTER False" in out
 
 
-@pytest.mark.parametrize("storage", ["filesystem", "driver"])
-def test_executor_killed_mid_stream_on_local_cluster(subproc, tmp_path, storage):
-    """Executors are separate JVMs here: state crosses the process boundary over RPC, and a
-    killed executor's partitions are restored on the others (from the driver or packs)."""
-    out = assert_ok(subproc.python("""
-        import os, signal, subprocess, time
-        from pyspark.sql import SparkSession, functions as F
-        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
-        spark = configure_spark_with_checkpoint_storage(SparkSession.builder
-            .master("local-cluster[2,1,1024]")
-            .config("spark.sql.shuffle.partitions", 8)
-            .config("spark.task.maxFailures", 8)
-            .config("spark.sql.streaming.checkpointStorage", %r)
-            .config("spark.sql.streaming.checkpointStorage.checkpointPath", %r)).getOrCreate()
-        root = %r
-        source = os.path.join(root, "source"); os.makedirs(source)
-        app = spark.sparkContext.applicationId
-        rows = []
-        q = (spark.readStream.schema("k long, v long").parquet(source).groupBy("k")
-             .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-             .writeStream.outputMode("update").format("noop")
-             .option("checkpointLocation", os.path.join(root, "checkpoint")).start())
-        for b in range(6):
-            batch = [(k, b) for k in range(200)]
-            rows += batch
-            spark.createDataFrame(batch, "k long, v long").coalesce(1).write.mode("append").parquet(source)
-            q.processAllAvailable()
-            if b == 2:
-                pids = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend.*" + app],
-                                      capture_output=True, text=True).stdout.split()
-                print("EXECUTORS", len(pids))
-                os.kill(int(pids[0]), signal.SIGKILL)
-                time.sleep(2)
-        q.stop()
-        got = sorted((r.key[0], r.value[0], r.value[1]) for r in spark.read.format("statestore")
-                     .load(os.path.join(root, "checkpoint")).collect())
-        want = sorted((k, 6, sum(range(6))) for k in range(200))
-        print("EQUAL", got == want)
-    """ % (storage, str(tmp_path / "cp"), str(tmp_path)), timeout=600))
-    assert "EXECUTORS 2" in out
-    assert "EQUAL True" in out
+# --------------------------------------------------------------------------------------
+# Limits at the byte: one partition, one batch; the state file of version 1 has a size S
+# that does not change from run to run (same rows, same codec).
+
+def _one_state_file(spark, root, **settings):
+    """Runs one batch of a one-partition aggregation with the given storage settings;
+    returns the checkpoint."""
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    for k, v in settings.items():
+        spark.conf.set(STORAGE + k, str(v))
+    try:
+        return run_aggregation(spark, root, batches=1, keys=300)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "20")
+        for k in settings:
+            spark.conf.unset(STORAGE + k)
+
+
+@pytest.fixture(scope="module")
+def state_file_size(spark, tmp_path_factory):
+    """S: the size of the delta of version 1, written as a file of its own (threshold 0)."""
+    checkpoint = _one_state_file(spark, tmp_path_factory.mktemp("size"),
+                                 **{"": "filesystem", ".fileStateSizeThreshold": 0})
+    return os.path.getsize(os.path.join(checkpoint, "state", "0", "0", "1.heap-delta"))
+
+
+def test_driver_max_state_size_at_the_limit_passes_one_byte_over_fails(
+        spark, tmp_path, state_file_size):
+    size = state_file_size
+    checkpoint = _one_state_file(spark, tmp_path / "at", **{
+        "": "driver", ".maxStateSize": size, ".checkpointPath": tmp_path / "cp"})
+    assert state_of(spark, checkpoint) == expected(1, keys=300)
+    with pytest.raises(Exception) as err:
+        _one_state_file(spark, tmp_path / "over", **{"": "driver", ".maxStateSize": size - 1})
+    message = str(err.value)
+    assert "Size=%d, maxSize=%d" % (size, size - 1) in message, message[-3000:]
+    assert "spark.sql.streaming.checkpointStorage.maxStateSize" in message
+    assert "FileSystemCheckpointStorage" in message
+
+
+def test_filesystem_threshold_at_the_limit_inline_one_byte_over_a_file(
+        spark, tmp_path, state_file_size):
+    size = state_file_size
+    at = _one_state_file(spark, tmp_path / "at",
+                         **{"": "filesystem", ".fileStateSizeThreshold": size})
+    assert not os.path.exists(os.path.join(at, "state", "0", "0", "1.heap-delta"))
+    assert os.listdir(os.path.join(at, "state-packs")) == ["1.pack"]
+    over = _one_state_file(spark, tmp_path / "over",
+                           **{"": "filesystem", ".fileStateSizeThreshold": size - 1})
+    assert os.path.getsize(os.path.join(over, "state", "0", "0", "1.heap-delta")) == size
+    for checkpoint in (at, over):
+        assert state_of(spark, checkpoint) == expected(1, keys=300)
+
+
+# --------------------------------------------------------------------------------------
+# Damaged packs: the restart of the query fails naming the pack, never starts over.
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncated", "missing"])
+def test_damaged_pack_fails_the_restart_naming_the_pack(spark, tmp_path, damage):
+    spark.conf.set(STORAGE, "filesystem")
+    try:
+        checkpoint = run_aggregation(spark, tmp_path, batches=3)
+        packs = sorted(os.listdir(os.path.join(checkpoint, "state-packs")),
+                       key=lambda n: int(n.split(".")[0]))
+        assert len(packs) >= 2, packs
+        victim = os.path.join(checkpoint, "state-packs", packs[-2] if damage == "missing" else packs[-1])
+        with open(victim, "rb") as f:
+            data = bytearray(f.read())
+        if damage == "corrupt":
+            data[len(data) // 2] ^= 0x5A
+            with open(victim, "wb") as f:
+                f.write(bytes(data))
+        elif damage == "truncated":
+            with open(victim, "wb") as f:
+                f.write(bytes(data[:-7]))
+        else:
+            os.remove(victim)
+        with pytest.raises(Exception) as err:
+            run_aggregation(spark, tmp_path, batches=1, start_batch=3)
+        message = str(err.value)
+        assert "State pack " in message and os.path.basename(victim) in message, message[-3000:]
+        if damage == "missing":
+            assert "it is missing" in message
+    finally:
+        spark.conf.unset(STORAGE)
+
+
+# --------------------------------------------------------------------------------------
+# Spark's own provider on our file manager.
+
+def test_hdfs_backed_provider_on_our_file_manager_packs_and_restores(spark, tmp_path):
+    """Only the file manager is ours: Spark's HDFSBackedStateStoreProvider writes its delta
+    files through it, so they land in packs too, and a restart restores them. Spark 4.3's
+    checksum sidecars (spark.sql.streaming.checkpoint.fileChecksum.enabled, on by default:
+    Spark's providers wrap the file manager to write a .crc next to each state file) would be
+    state files like the others: none may appear on disk in the store directories."""
+    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    provider_key = "spark.sql.streaming.stateStore.providerClass"
+    ours = spark.conf.get(provider_key)
+    spark.conf.set(provider_key, hdfs)
+    spark.conf.set(STORAGE, "filesystem")
+    try:
+        checkpoint = run_aggregation(spark, tmp_path, batches=3)
+        assert spark.conf.get("spark.sql.streaming.checkpoint.fileChecksum.enabled") == "true"
+        files = files_under(checkpoint)
+        in_store_dirs = [f for f in files if f.startswith("state/")
+                         and f.split("/")[1].isdigit() and f.split("/")[2].isdigit()]
+        assert in_store_dirs == [], in_store_dirs  # 20 partitions x 3 batches: no file at all
+        packs = [os.path.join(checkpoint, f) for f in files if f.startswith("state-packs/")]
+        assert packs
+        packed = b"".join(open(p, "rb").read() for p in packs)
+        assert b"state/0/19/3.delta" in packed  # the names in the packs' index
+        run_aggregation(spark, tmp_path, batches=2, start_batch=3)
+        with open(os.path.join(checkpoint, "offsets", "4")) as f:
+            assert hdfs in f.read()
+        assert state_of(spark, checkpoint) == expected(5)
+    finally:
+        spark.conf.set(provider_key, ours)
+        spark.conf.unset(STORAGE)

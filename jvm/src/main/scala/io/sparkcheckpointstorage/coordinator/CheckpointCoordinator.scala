@@ -62,7 +62,7 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
     }
     val previous = state.heapBytesOf(p.relPath)
     if (heldBytes - previous + p.bytes.length > maxHeldBytes) {
-      return Refused(s"The driver holds $heldBytes bytes of inline checkpoint state, and " +
+      return LimitExceeded(s"The driver holds $heldBytes bytes of inline checkpoint state, and " +
         s"${p.relPath} (${p.bytes.length} bytes) of checkpoint ${p.root} would exceed the limit of " +
         s"$maxHeldBytes bytes. Raise ${CheckpointStorageOptions.DriverMaxTotalInlineSize} (and the " +
         "driver heap, spark.driver.memory), or use the FileSystemCheckpointStorage, which keeps " +

@@ -77,6 +77,7 @@ object CoordinatorClient {
     }
     reply match {
       case Refused(message) => throw new java.io.IOException(message)
+      case LimitExceeded(message) => throw new io.sparkcheckpointstorage.storage.StateSizeLimitException(message)
       case ok => ok
     }
   }

@@ -33,6 +33,8 @@ final case class InPack(pack: String, offset: Long, length: Int, crc: Int) exten
 final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
 /** The request failed on the driver; `message` is for the user. */
 final case class Refused(message: String) extends CoordinatorReply
+/** The driver cannot hold more inline state: a limit the user raises by a setting it names. */
+final case class LimitExceeded(message: String) extends CoordinatorReply
 
 /**
  * Requests and replies travel as plain byte arrays: Spark deserializes RPC messages with its

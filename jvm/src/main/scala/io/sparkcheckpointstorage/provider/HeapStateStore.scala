@@ -7,6 +7,8 @@ import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import io.sparkcheckpointstorage.storage.StateSizeLimitException
+
 /**
  * One version of one partition's state, used by one task: a read-only view, or a write
  * store whose changes are kept aside until `commit` and dropped by `abort`.
@@ -199,6 +201,9 @@ private[provider] final class HeapStateStore(
   override def commit(): Long = {
     checkWritable("commit")
     commitStats = try provider.commit(this, changes, forceSnapshotOnCommit) catch {
+      // A storage limit says which setting to raise: the user sees it as it is, not as the
+      // cause of a generic commit failure.
+      case e: StateSizeLimitException => throw e
       case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e)
     }
     newVersion = version + 1
