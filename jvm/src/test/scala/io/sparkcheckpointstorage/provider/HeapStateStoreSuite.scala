@@ -35,12 +35,12 @@ class HeapStateStoreSuite extends StateStoreSuiteBase[HeapStateStoreProvider]
    * Set HEAP_SPARK_SUITES_ALL=1 in the environment to run them too.
    */
   private def notApplicable: Seq[(String, String)] = Seq(
-    // The test's helper provider extends HDFSBackedStateStoreProvider and fails in
-    // `doMaintenance`, which 4.3's background maintenance no longer calls (it calls
-    // doSnapshotMaintenance/doCleanupMaintenance): fails with Spark's own StateStoreSuite on
-    // this runtime too.
+    // Starts a second SparkContext beside the suite's shared one and fails at once with
+    // "Only one SparkContext should be running in this JVM"; Spark's own StateStoreSuite
+    // (HDFS provider) fails the same way here. Its providers extend
+    // HDFSBackedStateStoreProvider: it never uses ours.
     "SPARK-48997: maintenance threads with exceptions unload only themselves" ->
-      "4.2.0 test on the 4.3.0 runtime; does not use our provider, fails for HDFS too",
+      "starts a second SparkContext; fails the same in Spark's own StateStoreSuite here, never uses our provider",
     // Asserts that the message names the store class HDFSStateStore (or RocksDBStateStore).
     // The rest of it (CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT, operatorId, partitionId, a
     // "Failed to rename" cause) HeapStateStoreProviderSuite checks for HeapStateStore.
