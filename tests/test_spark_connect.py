@@ -91,9 +91,17 @@ def server(tmp_path_factory):
 def spark(server):
     from pyspark.sql import SparkSession
 
+    before = dict(os.environ)
     session = SparkSession.builder.remote(server).getOrCreate()
-    yield session
-    session.stop()
+    try:
+        yield session
+    finally:
+        session.stop()
+        # The Connect client marks the process as Connect-only (SPARK_CONNECT_MODE_ENABLED,
+        # ...): undo it, so that later tests and their subprocesses get classic sessions.
+        for key in set(os.environ) - set(before):
+            del os.environ[key]
+        os.environ.update(before)
 
 
 def test_configuration_only_use_on_a_connect_server(spark, tmp_path):
@@ -159,3 +167,26 @@ def test_static_settings_and_helpers_on_connect(spark, server):
     message = str(err.value)
     assert "--jars %s" % bundled_jar_path() in message
     assert "spark.plugins=%s" % PLUGIN_CLASS in message
+
+
+def test_readme_connect_examples(spark, server, tmp_path):
+    """The README's Spark Connect blocks: the server command is the one this module starts
+    (same class, jar and settings), and the client block runs against it."""
+    import re
+
+    from test_readme_examples import code_blocks, readme_section
+
+    section = readme_section()
+    (server_block,) = [b for b in code_blocks(section, "bash") if "SparkConnectServer" in b]
+    args = server_command(0)
+    for conf in re.findall(r"--conf (\S+)", server_block):
+        assert conf in args, conf
+    assert "org.apache.spark.sql.connect.service.SparkConnectServer" in args
+    assert "--jars" in server_block and "python -m spark_checkpoint_storage jar" in server_block
+
+    (client_block,) = [b for b in code_blocks(section, "python") if ".remote(" in b]
+    code = (client_block.replace("sc://localhost:15002", server)
+            .replace("/tmp/scs-connect-cp", str(tmp_path / "cp")))
+    exec(compile(code, "README.md (Spark Connect)", "exec"), {})
+    assert spark.conf.get("spark.sql.streaming.checkpointStorage") == "filesystem"
+    assert spark.conf.get("spark.sql.streaming.checkpointStorage.checkpointPath") == str(tmp_path / "cp")

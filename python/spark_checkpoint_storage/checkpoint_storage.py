@@ -108,11 +108,17 @@ class CheckpointStorage(object, metaclass=ABCMeta):
         return "%s(%s)" % (type(self).__name__, self._j_checkpoint_storage.toString())
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, CheckpointStorage)
-                and bool(self._j_checkpoint_storage.equals(other._j_checkpoint_storage)))
+        if not isinstance(other, CheckpointStorage):
+            return False
+        mine, theirs = self._j_checkpoint_storage, other._j_checkpoint_storage
+        if getattr(mine, "_gateway_client", None) is getattr(theirs, "_gateway_client", None):
+            return bool(mine.equals(theirs))
+        # Built in different JVMs (before the session, and by it): compare what they hold.
+        return (type(self) is type(other) and str(self) == str(other)
+                and mine.getSavepointPath() == theirs.getSavepointPath())
 
     def __hash__(self) -> int:
-        return int(self._j_checkpoint_storage.hashCode())
+        return hash((type(self).__name__, str(self)))
 
 
 class DriverCheckpointStorage(CheckpointStorage):

@@ -126,14 +126,21 @@ _JAVA_TO_PYTHON = [
 
 def convert_jvm_exception(error: BaseException) -> BaseException:
     """
-    Turns a ``py4j.protocol.Py4JJavaError`` into the matching :class:`CheckpointStorageException`
-    carrying the JVM message; returns anything else unchanged.
+    Turns a ``py4j.protocol.Py4JJavaError`` (or pyspark's own conversion of one) into the
+    matching :class:`CheckpointStorageException` carrying the JVM message; returns anything
+    else unchanged.
     """
+    from py4j.java_gateway import JavaObject
     from py4j.protocol import Py4JJavaError
 
-    if not isinstance(error, Py4JJavaError):
+    if isinstance(error, Py4JJavaError):
+        java = error.java_exception
+    elif isinstance(getattr(error, "_origin", None), JavaObject):
+        # In a classic session pyspark converts some JVM errors itself (IllegalArgumentException
+        # becomes pyspark.errors.IllegalArgumentException): start again from the JVM error.
+        java = error._origin  # type: ignore[attr-defined]
+    else:
         return error
-    java = error.java_exception
     try:
         java_class = str(java.getClass().getName())
         message = java.getMessage()
@@ -173,5 +180,12 @@ def jvm_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except Py4JJavaError as e:
             raise convert_jvm_exception(e) from None
+        except PySparkException as e:
+            if isinstance(e, CheckpointStorageException):
+                raise
+            converted = convert_jvm_exception(e)
+            if converted is e:
+                raise
+            raise converted from None
 
     return wrapper  # type: ignore[return-value]
