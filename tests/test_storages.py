@@ -317,3 +317,97 @@ def test_hdfs_backed_provider_on_our_file_manager_packs_and_restores(spark, tmp_
     finally:
         spark.conf.set(provider_key, ours)
         spark.conf.unset(STORAGE)
+
+
+# --------------------------------------------------------------------------------------
+# Duplicate commits: a retried task commits the same partition and version again.
+# (Speculative attempts cannot be provoked here: Spark never runs a speculative copy on a
+# host that already runs the task, and local-cluster executors all share one host.)
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("storage", ["filesystem-own-files", "driver"])
+def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage):
+    """In the second batch, partition 0's first attempt fails in a pandas UDF placed after
+    the stateful operator, in the same task, once the operator's state store has committed
+    (Spark hands the UDF the operator's whole output, and the store commits at its end).
+    Spark retries the task: the new attempt loads the previous version again and commits
+    the same version a second time. The state is exactly that of one commit.
+
+    With the file system storage and a threshold of 0 every state file is a file of its
+    own, so the failing attempt first waits until its delta is on disk: proof that the
+    commit happened before the failure."""
+    own_files = storage == "filesystem-own-files"
+    out = assert_ok(subproc.python("""
+        import glob, json, os, time
+        import pandas as pd
+        from pyspark import TaskContext
+        from pyspark.sql import SparkSession, functions as F
+        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+        root, storage, own_files = %r, %r, %r
+        events = os.path.join(root, "events"); os.makedirs(events)
+        builder = (SparkSession.builder.master("local-cluster[2,1,1024]")
+            .config("spark.sql.shuffle.partitions", 4)
+            .config("spark.task.maxFailures", 4)
+            .config("spark.eventLog.enabled", "true")
+            .config("spark.eventLog.dir", events)
+            .config("spark.eventLog.compress", "false")
+            .config("spark.eventLog.rolling.enabled", "false")
+            .config("spark.sql.streaming.checkpointStorage", storage)
+            .config("spark.sql.streaming.checkpointStorage.checkpointPath", os.path.join(root, "cp")))
+        if own_files:
+            builder = builder.config("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold", 0)
+        spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+        checkpoint = os.path.join(root, "checkpoint")
+        armed = os.path.join(root, "armed")
+        failed = os.path.join(root, "failed")
+        delta = os.path.join(checkpoint, "state", "0", "0", "2.heap-delta")
+
+        @F.pandas_udf("long")
+        def fail_once(n: pd.Series) -> pd.Series:
+            tc = TaskContext.get()
+            if tc.partitionId() == 0 and tc.attemptNumber() == 0 and os.path.exists(armed):
+                try:
+                    os.close(os.open(failed, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return n
+                deadline = time.time() + (20 if own_files else 3)
+                while time.time() < deadline and not (own_files and os.path.exists(delta)):
+                    time.sleep(0.05)
+                with open(failed, "w") as f:
+                    f.write("committed" if os.path.exists(delta) else "unknown")
+                raise RuntimeError("injected failure after the state store commit")
+            return n
+
+        source = os.path.join(root, "source"); os.makedirs(source)
+        q = (spark.readStream.schema("k long, v long").parquet(source).groupBy("k")
+             .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+             .select("k", fail_once("n").alias("n"), "s")
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", checkpoint).start())
+        for b in range(3):
+            if b == 1:
+                open(armed, "w").close()
+            spark.createDataFrame([(k, b) for k in range(100)], "k long, v long") \\
+                .coalesce(1).write.mode("append").parquet(source)
+            q.processAllAvailable()
+        q.stop()
+        got = sorted((r.key[0], r.value[0], r.value[1]) for r in
+                     spark.read.format("statestore").load(checkpoint).collect())
+        print("EQUAL", got == sorted((k, 3, 3) for k in range(100)))
+        print("FAILED_ATTEMPT", open(failed).read())
+        spark.stop()
+        ends = [json.loads(line) for f in glob.glob(os.path.join(events, "**"), recursive=True)
+                if os.path.isfile(f) for line in open(f)]
+        ends = [e for e in ends if e["Event"] == "SparkListenerTaskEnd"]
+        print("RETRIED", sorted((e["Stage ID"], e["Task Info"]["Index"], e["Task Info"]["Attempt"],
+                                 e["Task End Reason"]["Reason"]) for e in ends
+                                if e["Task Info"]["Attempt"] > 0 or
+                                e["Task End Reason"]["Reason"] != "Success"))
+    """ % (str(tmp_path), "filesystem" if own_files else storage, own_files), timeout=600))
+    assert "EQUAL True" in out, out
+    retried = eval(out.split("RETRIED ", 1)[1].splitlines()[0])
+    stages = {s for s, _, _, _ in retried}
+    assert len(stages) == 1 and [(i, a, r) for _, i, a, r in retried] == [
+        (0, 0, "ExceptionFailure"), (0, 1, "Success")], retried
+    if own_files:
+        assert "FAILED_ATTEMPT committed" in out, out
