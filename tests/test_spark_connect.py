@@ -154,6 +154,24 @@ def test_configuration_only_use_on_a_connect_server(spark, tmp_path):
     assert "storage=FileSystemCheckpointStorage" in marker and "persistent=true" in marker
 
 
+def test_storage_objects_set_on_a_connect_session(spark, tmp_path):
+    """Storages are built in a local JVM (no driver through py4j) and travel as settings."""
+    from spark_checkpoint_storage.checkpoint_storage import FileSystemCheckpointStorage
+
+    config = get_checkpoint_config(spark)
+    try:
+        config.set_checkpoint_storage(FileSystemCheckpointStorage(str(tmp_path / "cp"), 1024))
+        assert spark.conf.get("spark.sql.streaming.checkpointStorage.app.kind") == "filesystem"
+        assert spark.conf.get("spark.sql.streaming.checkpointStorage.app.fileStateSizeThreshold") == "1024"
+        storage = config.get_checkpoint_storage()
+        assert type(storage) is FileSystemCheckpointStorage
+        assert storage.get_min_file_size_threshold() == 1024
+        assert storage.get_checkpoint_path() == str(tmp_path / "cp")
+    finally:
+        for key in ("kind", "checkpointPath", "fileStateSizeThreshold"):
+            spark.conf.unset("spark.sql.streaming.checkpointStorage.app." + key)
+
+
 def test_static_settings_and_helpers_on_connect(spark, server):
     from pyspark.sql import SparkSession
 
