@@ -33,6 +33,7 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   /** Every checkpoint root that committed a batch in this driver -> its query id (lazily read). */
   private val committedRoots = mutable.HashMap[String, Option[String]]()
   private var heldBytes = 0L
+  private val cleaner = new PackCleaner(hadoopConf)
 
   def heldInlineBytes: Long = synchronized(heldBytes)
 
@@ -90,6 +91,8 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
     roots.get(root).filter(_.persistent).foreach { state =>
       val released = state.writePack(batchId, hadoopConf)
       heldBytes -= released
+      val obsolete = state.takeObsoletePacks()
+      if (obsolete.nonEmpty) cleaner.schedule(root, obsolete)
     }
   }
 
@@ -99,6 +102,9 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   }
 
   def knownRoots: Seq[String] = synchronized(roots.keys.toSeq)
+
+  /** Waits for the background deletion of obsolete packs scheduled so far (tests, shutdown). */
+  def awaitPackCleanup(timeoutMs: Long): Boolean = cleaner.awaitIdle(timeoutMs)
 
   /**
    * A query stopped or failed: free its driver memory and, when it was stopped by the user
@@ -119,6 +125,7 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
         release(root)
         committedRoots.remove(root)
         if (stoppedByUser && deleteOnCancellation) {
+          cleaner.forget(root)
           CheckpointFiles.deleteRecursively(new Path(root), hadoopConf)
           log.info(s"Deleted the checkpoint $root of stopped query $queryId (DELETE_ON_CANCELLATION)")
         }
@@ -240,17 +247,22 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     packs(seq) = (path, mutable.HashSet(index.entries.map(_.relPath): _*))
     pendingPuts.clear()
     pendingDeletes.clear()
-    deleteObsoletePacks(conf)
     released
   }
 
-  /** Oldest packs first, and only those whose files are all superseded or deleted. */
-  private def deleteObsoletePacks(conf: Configuration): Unit = {
+  /**
+   * Removes from the index the oldest packs whose files are all superseded or deleted, and
+   * returns them, oldest first, for deletion (the newest pack always stays: it carries the
+   * sequence on).
+   */
+  def takeObsoletePacks(): Seq[Path] = {
+    val obsolete = mutable.ArrayBuffer[Path]()
     while (packs.size > 1 && packs.head._2._2.isEmpty) {
       val (seq, (path, _)) = packs.head
-      CheckpointFiles.delete(path, conf)
+      obsolete += path
       packs.remove(seq)
     }
+    obsolete.toSeq
   }
 
   private def nextSeqOnDisk(conf: Configuration): Long =

@@ -93,6 +93,8 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     write(m, "2.heap-delta", 10)
     m.delete(statePath("1.heap-delta"))
     commit(m, 1)
+    // Deleted in the background, off the commit path.
+    assert(CheckpointCoordinator.current().awaitPackCleanup(10000))
     assert(new File(dir, "state-packs").list().toSeq == Seq("2.pack"), "pack 1 holds nothing live")
     restartDriver()
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("2.heap-delta"))
