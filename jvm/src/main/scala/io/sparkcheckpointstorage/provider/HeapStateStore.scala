@@ -82,13 +82,15 @@ private[provider] final class HeapStateStore(
     checkFamily(colFamilyName)
     require(key != null, "Key cannot be null")
     require(value != null, "Cannot put a null value")
-    val newToBatch = changes.get(key) == null && !base.map.contains(key)
-    if (!exists(key)) {
+    val changed = changes.get(key)
+    val inBase = changed == null && base.map.contains(key)
+    val existed = if (changed == null) inBase else changed ne CompactRowMap.Removed
+    if (!existed) {
       numKeys += 1
       changedPrefixes.foreach(_.add(key))
     }
     changes.put(key, value)
-    if (newToBatch) logNewKey(key)
+    if (changed == null && !inBase) logNewKey(key)
   }
 
   private def logNewKey(key: UnsafeRow): Unit = {

@@ -210,13 +210,13 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
           val missing = (snapshot.map(_.version).getOrElse(0L) + 1 to version).find(v => !deltas.contains(v)).get
           val missingFile = files.path(missing, StateFileKind.Delta)
           // Spark's error class for a missing state file (its message names the file), with
-          // what else was looked for as the cause.
-          throw StateStoreErrorsBridge.stateFileMissing(missingFile, new IllegalStateException(
+          // what else was looked for.
+          throw StateStoreErrorsBridge.stateFileMissing(missingFile,
             s"Cannot load version $version of state store ${describe}: " +
             s"the state file $missingFile is missing and no snapshot " +
             s"at or after version $missing exists. Files present: ${if (all.isEmpty) "none" else
               all.map(_.path.getName).mkString(", ")}. The checkpoint is incomplete; restore the " +
-            "missing file or restart the query on a new checkpoint location."))
+            "missing file or restart the query on a new checkpoint location.")
       }
     }
     var v = from + 1
@@ -273,18 +273,18 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     if (snapshotVersion > 0) {
       val snapshot = files.path(snapshotVersion, StateFileKind.Snapshot)
       if (!fm.exists(snapshot)) {
-        throw StateStoreErrorsBridge.stateFileMissing(snapshot, new IllegalStateException(
+        throw StateStoreErrorsBridge.stateFileMissing(snapshot,
           s"No snapshot of version $snapshotVersion for state store " +
           s"$describe: $snapshot does not exist. Snapshots present: ${files.list()
-            .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}"))
+            .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}")
       }
       readFile(state, StateFile(snapshotVersion, StateFileKind.Snapshot, snapshot))
     }
     (snapshotVersion + 1 to endVersion).foreach { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw StateStoreErrorsBridge.stateFileMissing(delta, new IllegalStateException(
-          s"Cannot replay state store $describe to version $endVersion: the state file $delta is missing"))
+        throw StateStoreErrorsBridge.stateFileMissing(delta,
+          s"Cannot replay state store $describe to version $endVersion: the state file $delta is missing")
       }
       readFile(state, StateFile(v, StateFileKind.Delta, delta))
     }
@@ -303,8 +303,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     val changes = (startVersion to endVersion).iterator.flatMap { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw StateStoreErrorsBridge.stateFileMissing(delta, new IllegalStateException(
-          s"Cannot read the changes of version $v of state store $describe: the state file $delta is missing"))
+        throw StateStoreErrorsBridge.stateFileMissing(delta,
+          s"Cannot read the changes of version $v of state store $describe: the state file $delta is missing")
       }
       val records = ArrayBuffer[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]()
       val in = fm.open(delta)

@@ -174,12 +174,12 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     }
   }
 
-  /** Spark's error class for a missing state file, naming it; the cause says what is missing. */
+  /** Spark's error class for a missing state file, naming it, then what is missing. */
   private def assertMissingFile(e: SparkException, file: String): Unit = {
     assert(e.getCondition == "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE", e.getMessage)
+    assert(e.getMessageParameters.get("fileToRead").endsWith(file))
     assert(e.getMessage.contains(new File(storeDir, file).getAbsolutePath + " does not exist"), e.getMessage)
-    assert(e.getCause.isInstanceOf[IllegalStateException])
-    assert(e.getCause.getMessage.contains(s"$file is missing"), e.getCause.getMessage)
+    assert(e.getMessage.contains(s"$file is missing and no snapshot"), e.getMessage)
   }
 
   test("a missing delta fails the load naming the missing file") {

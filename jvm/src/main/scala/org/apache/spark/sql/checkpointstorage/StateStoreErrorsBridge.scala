@@ -1,7 +1,10 @@
 package org.apache.spark.sql.checkpointstorage
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.fs.Path
 
+import org.apache.spark.{QueryContext, SparkException}
 import org.apache.spark.sql.errors.QueryExecutionErrors
 
 /**
@@ -18,10 +21,16 @@ object StateStoreErrorsBridge {
 
   /**
    * `CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE`: a state file needed to load
-   * a version does not exist. Its message names `file`; `cause` says what else was looked for.
+   * a version does not exist. Spark's message (which names `file`) is followed, on its own
+   * line, by `detail`: which version was wanted and what else was looked for. Spark reports
+   * a failed query with the message of this exception only, not its causes.
    */
-  def stateFileMissing(file: Path, cause: Throwable): Throwable =
-    QueryExecutionErrors.failedToReadStreamingStateFileError(file, cause)
+  def stateFileMissing(file: Path, detail: String): SparkException = {
+    val spark = QueryExecutionErrors.failedToReadStreamingStateFileError(file, null)
+      .asInstanceOf[SparkException]
+    new SparkException(s"${spark.getMessage}\n$detail", null, Option(spark.getCondition),
+      spark.getMessageParameters.asScala.toMap, Array.empty[QueryContext])
+  }
 
   /** `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`: a store's commit failed; `store` names it. */
   def commitFailed(store: String, cause: Throwable): Throwable =
