@@ -28,6 +28,11 @@ def spark():
                .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 2)
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "200ms"))
     session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    # Spark's maintenance thread is one per JVM and keeps the interval it started with: an
+    # earlier test module's session may have started it with the 60 s default.
+    jvm = session.sparkContext._jvm
+    jvm.java.lang.Class.forName("org.apache.spark.sql.execution.streaming.state.StateStore$") \
+        .getField("MODULE$").get(None).stop()
     yield session
     session.stop()
 
@@ -145,7 +150,7 @@ def test_state_data_source_reads_versions_snapshots_and_changes(spark, tmp_path)
 
     snapshots = sorted(int(f.split(".")[0]) for f in os.listdir(q.state_dir(0))
                        if f.endswith(".heap-snapshot"))
-    assert snapshots, "maintenance wrote no snapshot"
+    assert snapshots, "maintenance wrote no snapshot: %s" % os.listdir(q.state_dir(0))
     start = snapshots[0] - 1  # snapshot of version v is the state after batch v - 1
     from_snapshot = q.state(snapshotStartBatchId=start, batchId=4, snapshotPartitionId=0)
     direct = q.state(batchId=4).where("partition_id = 0")

@@ -37,22 +37,29 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   private var cachedRoot: String = _
   private lazy val fs = path.getFileSystem(hadoopConf)
 
+  /**
+   * `p` with scheme and authority: Spark hands out `/tmp/x/...` and Hadoop's listings
+   * `file:/tmp/x/...` for one checkpoint, and the coordinator keys state by its root's text.
+   */
+  private def qualified(p: Path): Path =
+    if (p.toUri.getScheme != null) p else p.makeQualified(fs.getUri, fs.getWorkingDirectory)
+
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
-    StatePaths.splitState(p) match {
+    StatePaths.splitState(qualified(p)) match {
       case Some((root, rel)) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
       case None =>
-        StatePaths.commit(p).foreach { case (root, batch) =>
+        StatePaths.commit(qualified(p)).foreach { case (root, batch) =>
           CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
         }
         CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
     }
 
   override def open(p: Path): FSDataInputStream = {
-    val inline = StatePaths.splitState(p).map { case (root, rel) => CoordinatorClient.ask(GetInline(root, rel)) }
+    val inline = StatePaths.splitState(qualified(p)).map { case (root, rel) => CoordinatorClient.ask(GetInline(root, rel)) }
     inline match {
       case Some(InlineBytes(bytes)) => new FSDataInputStream(new BytesInputStream(bytes))
       case Some(InPack(pack, offset, length, crc)) =>
@@ -66,7 +73,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
     val real = if (fs.exists(dir)) fs.listStatus(dir, filter) else Array.empty[FileStatus]
-    val inline = StatePaths.stateDirRoot(dir).toSeq.flatMap { case (root, relDir) =>
+    val inline = StatePaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
         case Listing(files) => files.map { case (rel, len) =>
           new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
@@ -84,14 +91,14 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def exists(p: Path): Boolean = {
-    val inline = StatePaths.splitState(p).exists { case (root, rel) =>
+    val inline = StatePaths.splitState(qualified(p)).exists { case (root, rel) =>
       CoordinatorClient.ask(ExistsInline(root, rel)) == IsInline
     }
     inline || fs.exists(p)
   }
 
   override def delete(p: Path): Unit = {
-    StatePaths.splitState(p).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
+    StatePaths.splitState(qualified(p)).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
     if (CheckpointFiles.isLocal(p)) {
       val local = CheckpointFiles.localPath(p)
       if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)

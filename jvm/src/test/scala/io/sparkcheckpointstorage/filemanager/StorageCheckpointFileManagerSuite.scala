@@ -149,6 +149,22 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("1.heap-delta"))
   }
 
+  test("a checkpoint spelled with and without its scheme is one checkpoint") {
+    val bare = new Path(dir.getAbsolutePath)  // as Spark hands out paths: /tmp/...
+    val withScheme = new Path("file:" + dir.getAbsolutePath)  // as Hadoop lists them
+    assert(bare.toUri.getScheme == null)
+    val m = new StorageCheckpointFileManager(new Path(bare, "state/0/0"), conf())
+    val out = m.createAtomic(new Path(bare, "state/0/0/1.heap-delta"), true)
+    out.write(Array.fill[Byte](20)(3))
+    out.close()
+    val other = new StorageCheckpointFileManager(new Path(withScheme, "state/0/0"), conf())
+    val in = other.open(new Path(withScheme, "state/0/0/1.heap-delta"))
+    try assert(in.readAllBytes().toSeq == Seq.fill[Byte](20)(3)) finally in.close()
+    assert(CheckpointCoordinator.current().knownRoots == Seq(withScheme.toString))
+    commit(m, 0)
+    assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
+  }
+
   test("a pack from another query's checkpoint is refused") {
     val m = fm()
     write(m, "1.heap-delta", 50)
