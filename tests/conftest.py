@@ -60,3 +60,23 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cluster: runs on local-cluster (executor JVMs of their own), slowest; "
                    "deselect with -m 'not cluster'")
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_first_session_storage_settings():
+    """PySpark starts its JVM with the first session's settings as spark-submit --conf, and
+    there they become system properties that every later SparkConf of this process loads. A
+    storage one module sets in code would then outrank the settings of every later module's
+    session (Flink's precedence), so after each module our settings leave the JVM's
+    system properties; the rest (its jars on the classpath) stays, as PySpark intends."""
+    yield
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    system = gateway.jvm.java.lang.System
+    for key in list(system.getProperties().stringPropertyNames()):
+        if key.startswith("spark.sql.streaming.checkpointStorage"):
+            system.clearProperty(key)
