@@ -40,6 +40,10 @@ final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
 
   def size: Int = count
 
+  /** Heap bytes of each page array, its header included (for tests). */
+  private[provider] def pageArrayBytes: Seq[Long] =
+    (1 to lastPage).map(i => pages(i).length.toLong + ArrayHeaderBytes)
+
   /** Heap bytes held: pages and index arrays. */
   def memoryBytes: Long = pageBytes + addrs.length.toLong * 12L + pages.length * 8L + 64L
 
@@ -254,12 +258,15 @@ final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
 
   private def reserve(len: Int): Long = {
     if (lastPage == 0 || lastPageUsed + len > pages(lastPage).length) {
-      val size = math.max(len, nextPageSize)
+      // A page and its array header fill a power of two exactly: with G1's 1 MiB regions
+      // (heaps under 2 GiB) a full page is one humongous region with nothing left over,
+      // where a 1 MiB array plus its header took two regions and doubled the heap per key.
+      val size = math.max(len, nextPageSize - ArrayHeaderBytes)
       nextPageSize = math.min(nextPageSize * 2, MaxPageSize)
       lastPage += 1
       if (lastPage >= pages.length) pages = java.util.Arrays.copyOf(pages, pages.length * 2)
       pages(lastPage) = new Array[Byte](size)
-      pageBytes += size + 16
+      pageBytes += size + ArrayHeaderBytes
       lastPageUsed = 0
     }
     val addr = (lastPage.toLong << 32) | lastPageUsed.toLong
@@ -302,6 +309,7 @@ object CompactRowMap {
   private val InitialSlots = 16
   private val MinPageSize = 4 * 1024
   private val MaxPageSize = 1024 * 1024
+  private val ArrayHeaderBytes = Platform.BYTE_ARRAY_OFFSET
   private val MinGarbageToCompact = 256L * 1024
 
   @inline private def pageOf(addr: Long): Int = (addr >>> 32).toInt

@@ -51,4 +51,12 @@ class CompactRowMapSuite extends AnyFunSuite {
     val perKey = m.memoryBytes.toDouble / m.size
     assert(perKey < 80, s"$perKey bytes per key")
   }
+
+  test("pages with their array headers are powers of two, so G1 regions hold them whole") {
+    val m = new CompactRowMap(keySchema.length, valueSchema.length)
+    (0 until 200000).foreach(i => m.put(key("", i), value(i)))
+    val pages = m.pageArrayBytes
+    assert(pages.count(_ == 1024 * 1024) >= 5, pages)
+    pages.foreach(b => assert(java.lang.Long.bitCount(b) == 1, s"page of $b bytes in $pages"))
+  }
 }
