@@ -98,7 +98,8 @@ class Shape:
         self.ok = {r["variant"]: r for r in runs if r["status"] == "ok"}
         self.stats = {name: stats(r, warmup) for name, r in self.ok.items()}
         self.builtins = [n for n in self.ok if self.ok[n]["builtin"]]
-        self.ours = [r["variant"] for r in runs if not r["builtin"]]
+        self.ours = [r["variant"] for r in runs if not r["builtin"] and not r.get("reference")]
+        self.references = [n for n in self.ok if self.ok[n].get("reference")]
 
     def best(self, field: str, names: Optional[List[str]] = None) -> Tuple[Optional[float], Optional[str]]:
         cands = [(self.stats[n][field], n) for n in (self.builtins if names is None else names)
@@ -218,6 +219,17 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
                 t, m = _table(header, rows)
                 text += t
                 md += ["", "Ratios against hdfs:", ""] + m
+        for ref in sh.references:
+            best, who = sh.best("ms")
+            x = _ratio(sh.stats[ref]["ms"], best)
+            if x is None:
+                continue
+            line = ("%s: %s per batch without any state store, %s of the best built-in (%s): no "
+                    "provider's batch ratio can go below this" % (ref, _s(sh.stats[ref]["ms"]), _x(x), who))
+            summary["shapes"][lab].setdefault("floor", {})[ref] = {"ms": sh.stats[ref]["ms"], "ratio": x,
+                                                                   "against": who}
+            text += ["", line]
+            md += ["", "_" + line + "_"]
 
     lines, checks = _targets(workload_name, shapes)
     summary["targets"] = checks

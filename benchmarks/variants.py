@@ -54,9 +54,17 @@ VARIANTS: Dict[str, Dict] = {
     "heap-driver": {"label": "Heap + DriverCheckpointStorage (with path)", "builtin": False,
                     "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "driver",
                              STORAGE + ".checkpointPath": "{checkpoint}"}},
+    # Not a provider: the same batches aggregated without any state (foreachBatch), so what
+    # Spark itself spends per batch (reading, shuffling, aggregating) - the floor no state
+    # store can go below. Shown next to the ratios, never compared as ours or built-in.
+    "no-state": {"label": "No state store (reference: Spark's own work per batch)", "builtin": False,
+                 "reference": True, "query": "stateless",
+                 # As in the stateful query, where Spark turns adaptive execution off.
+                 "conf": {PROVIDER: HDFS, FILE_MANAGER: SPARK_FILE_MANAGER,
+                          "spark.sql.adaptive.enabled": "false"}},
 }
 
-DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver"]
+DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver", "no-state"]
 
 
 def parse_confs(text: str) -> Dict[str, str]:
