@@ -21,7 +21,7 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32
  *
  * Not thread-safe: the provider serialises access.
  */
-final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
+final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int, expectedSize: Int = 0) {
   import CompactRowMap._
 
   private var pages = new Array[Array[Byte]](8) // index 0 unused: address 0 means empty
@@ -29,9 +29,9 @@ final class CompactRowMap(val keyNumFields: Int, val valueNumFields: Int) {
   private var lastPageUsed = 0
   private var nextPageSize = MinPageSize
 
-  private var addrs = new Array[Long](InitialSlots)
-  private var hashes = new Array[Int](InitialSlots)
-  private var mask = InitialSlots - 1
+  private var addrs = new Array[Long](slotsFor(expectedSize))
+  private var hashes = new Array[Int](addrs.length)
+  private var mask = addrs.length - 1
   private var count = 0
 
   private var liveRecordBytes = 0L
@@ -313,6 +313,12 @@ object CompactRowMap {
   private val RemovedLength = -1
 
   private val InitialSlots = 16
+
+  /** Slots for `n` keys within the 3/4 load limit, so filling them never rehashes. */
+  private def slotsFor(n: Int): Int = {
+    val needed = math.max(InitialSlots.toLong, n.toLong * 4 / 3 + 1)
+    java.lang.Long.highestOneBit(math.min(needed * 2 - 1, 1L << 30)).toInt
+  }
   private val MinPageSize = 4 * 1024
   private val MaxPageSize = 1024 * 1024
   private val ArrayHeaderBytes = Platform.BYTE_ARRAY_OFFSET

@@ -55,7 +55,7 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
   /** Applies a batch's changes (value [[CompactRowMap.Removed]] = removed) to make `newVersion`. */
   def apply(changes: CompactRowMap, newVersion: Long): Unit = {
     val newUndo = if (changes.size <= MaxUndoEntries) {
-      new CompactRowMap(keySchema.length, valueSchema.length)
+      new CompactRowMap(keySchema.length, valueSchema.length, changes.size)
     } else {
       null
     }
