@@ -1,6 +1,6 @@
 package io.sparkcheckpointstorage.provider
 
-import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, IOException, InputStream, OutputStream}
+import java.io.{DataInputStream, DataOutputStream, EOFException, IOException, InputStream, OutputStream}
 import java.nio.charset.StandardCharsets
 import java.util.zip.CRC32
 
@@ -39,12 +39,6 @@ class CorruptStateFileException(val file: String, reason: String, cause: Throwab
  * every Spark codec checksums its blocks.
  */
 object StateFileFormat {
-  private def putBigEndian(bytes: Array[Byte], n: Int): Unit = {
-    bytes(0) = (n >>> 24).toByte
-    bytes(1) = (n >>> 16).toByte
-    bytes(2) = (n >>> 8).toByte
-    bytes(3) = n.toByte
-  }
   private val BufferSize = 64 * 1024
   private val LittleEndian = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
   val Magic: Array[Byte] = "SCSHEAP\u0001".getBytes(StandardCharsets.ISO_8859_1)
@@ -145,51 +139,45 @@ object StateFileFormat {
       throw new CorruptStateFileException(file, s"it holds version $version, expected $expectedVersion")
     }
     val codecName = header.readUTF()
-    val crc = new CRC32()
-    val intBytes = new Array[Byte](4)
     val body = try {
-      new DataInputStream(new BufferedInputStream(
-        SparkInternals.compressionCodec(sparkConf, codecName).compressedInputStream(in), BufferSize))
+      SparkInternals.compressionCodec(sparkConf, codecName).compressedInputStream(in)
     } catch {
       case e: IOException => throw new CorruptStateFileException(file, s"its $codecName stream cannot be opened: $e", e)
     }
+    val reader = new BodyReader(body)
     var records = 0L
-    var keyBuf = new Array[Byte](64)
-    var valueBuf = new Array[Byte](64)
     val key = new UnsafeRow(keyNumFields)
     val value = new UnsafeRow(valueNumFields)
-    def readInt(): Int = {
-      val n = body.readInt()
-      putBigEndian(intBytes, n)
-      crc.update(intBytes, 0, 4)
-      n
-    }
     try {
-      var keyLen = readInt()
+      reader.ensure(4)
+      var keyLen = reader.intAt(0)
       while (keyLen != -1) {
         if (keyLen < 0) throw new CorruptStateFileException(file, s"record ${records + 1} has key length $keyLen")
-        if (keyBuf.length < keyLen) keyBuf = new Array[Byte](keyLen)
-        body.readFully(keyBuf, 0, keyLen)
-        crc.update(keyBuf, 0, keyLen)
-        key.pointTo(keyBuf, keyLen)
-        val valueLen = readInt()
+        // The whole record is made contiguous in the buffer before the rows point into it.
+        reader.ensure(8L + keyLen)
+        val valueLen = reader.intAt(4 + keyLen)
+        if (valueLen < -1) {
+          throw new CorruptStateFileException(file, s"record ${records + 1} has value length $valueLen")
+        }
+        val recordLen = 8L + keyLen + math.max(valueLen, 0)
+        reader.ensure(recordLen + 4) // and the next record's key length (or the end mark)
+        key.pointTo(reader.buffer, reader.address(4), keyLen)
         if (valueLen == -1) {
           onRemove(key)
-        } else if (valueLen < 0) {
-          throw new CorruptStateFileException(file, s"record ${records + 1} has value length $valueLen")
         } else {
-          if (valueBuf.length < valueLen) valueBuf = new Array[Byte](valueLen)
-          body.readFully(valueBuf, 0, valueLen)
-          crc.update(valueBuf, 0, valueLen)
-          value.pointTo(valueBuf, valueLen)
+          value.pointTo(reader.buffer, reader.address(8 + keyLen), valueLen)
           onPut(key, value)
         }
+        reader.skip(recordLen.toInt)
         records += 1
-        keyLen = readInt()
+        keyLen = reader.intAt(0)
       }
-      val expectedCrc = crc.getValue
-      val count = body.readLong()
-      val storedCrc = body.readLong()
+      reader.skip(4)
+      val expectedCrc = reader.checksumOfConsumed()
+      reader.ensure(16)
+      val count = reader.longAt(0)
+      val storedCrc = reader.longAt(8)
+      reader.skip(16)
       if (count != records) {
         throw new CorruptStateFileException(file, s"it says it holds $count records but $records were read")
       }
@@ -197,7 +185,7 @@ object StateFileFormat {
         throw new CorruptStateFileException(file, "its checksum does not match its content")
       }
       // Reading to the end makes the codec check its end mark too.
-      if (body.read() != -1) throw new CorruptStateFileException(file, "it has data after its trailer")
+      if (!reader.atEnd()) throw new CorruptStateFileException(file, "it has data after its trailer")
     } catch {
       case e: CorruptStateFileException => throw e
       case e: EOFException =>
@@ -211,5 +199,64 @@ object StateFileFormat {
       body.close()
     }
     records
+  }
+
+  /**
+   * The decompressed body of a state file, read a buffer at a time: records are parsed in
+   * place and checksummed a whole buffer at a time. Reading through a `DataInputStream`
+   * (a synchronized call per int and per row, a checksum update per field) made decoding
+   * most of a restart's time. Offsets are relative to the first unconsumed byte.
+   */
+  private final class BodyReader(in: InputStream) {
+    var buffer = new Array[Byte](BufferSize)
+    private var pos = 0
+    private var limit = 0
+    private var checksummedTo = 0
+    private val crc = new CRC32()
+
+    /** Makes `n` bytes from the current position available; EOFException if the file ends first. */
+    def ensure(n: Long): Unit = {
+      if (limit - pos >= n) return
+      if (n > Int.MaxValue - 64) throw new IOException(s"a record of $n bytes")
+      crc.update(buffer, checksummedTo, pos - checksummedTo)
+      val needed = n.toInt
+      System.arraycopy(buffer, pos, buffer, 0, limit - pos)
+      limit -= pos
+      pos = 0
+      checksummedTo = 0
+      while (limit < needed) {
+        if (limit == buffer.length) {
+          // Grown as bytes arrive, so a corrupt length fails at the end of the file rather
+          // than allocating what it claims.
+          buffer = java.util.Arrays.copyOf(buffer, math.min(needed.toLong, buffer.length * 2L).toInt)
+        }
+        val read = in.read(buffer, limit, buffer.length - limit)
+        if (read < 0) throw new EOFException()
+        limit += read
+      }
+    }
+
+    def address(offset: Int): Long = Platform.BYTE_ARRAY_OFFSET + pos + offset
+
+    def intAt(offset: Int): Int = {
+      val n = Platform.getInt(buffer, address(offset))
+      if (LittleEndian) Integer.reverseBytes(n) else n
+    }
+
+    def longAt(offset: Int): Long = {
+      val n = Platform.getLong(buffer, address(offset))
+      if (LittleEndian) java.lang.Long.reverseBytes(n) else n
+    }
+
+    def skip(n: Int): Unit = pos += n
+
+    /** The CRC-32 of every byte consumed so far. */
+    def checksumOfConsumed(): Long = {
+      crc.update(buffer, checksummedTo, pos - checksummedTo)
+      checksummedTo = pos
+      crc.getValue
+    }
+
+    def atEnd(): Boolean = pos == limit && in.read() == -1
   }
 }
