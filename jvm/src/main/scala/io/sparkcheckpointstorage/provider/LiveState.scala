@@ -60,11 +60,13 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
       null
     }
     changes.iterator.foreach { case (key, value) =>
+      val removal = value eq CompactRowMap.Removed
       if (newUndo != null) {
-        val old = map.get(key)
-        if (old == null) newUndo.putRemoved(key) else newUndo.put(key, old)
-      }
-      if (value eq CompactRowMap.Removed) loadRemove(key) else loadPut(key, value)
+        val held = map.replaceRecording(key, if (removal) null else value, newUndo)
+        prefixIndex.foreach { index =>
+          if (removal && held) index.remove(key) else if (!removal && !held) index.add(key)
+        }
+      } else if (removal) loadRemove(key) else loadPut(key, value)
     }
     map.compactIfWasteful()
     undo = newUndo
