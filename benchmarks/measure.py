@@ -2,8 +2,8 @@
 One provider variant, one workload, in this (fresh) Python process and its own driver JVM.
 
 Started by run.py as ``python benchmarks/measure.py PARAMS_JSON_FILE``; reports to its parent
-through stdout lines ``@@{json}`` (events ``jvm``, ``batch``, ``heap``, ``restart``, ``error``,
-``done``). Spark's own output goes to stderr, which the parent keeps in a log file.
+through stdout lines ``@@{json}`` (events ``jvm``, ``batch``, ``heap``, ``restart``,
+``restart_new_driver``, ``error``, ``done``). Spark's own output goes to stderr, which the parent keeps in a log file.
 
 Per batch it feeds the query exactly one new input file (hard-linked into the source folder,
 so it appears whole), waits with ``processAllAvailable()``, then reads that batch's
@@ -130,9 +130,13 @@ def main(params_file: str) -> int:
     shape, variant = params["workload"], params["variant"]
     inputs: List[str] = params["inputs"]
     run_dir = params["run_dir"]
-    shutil.rmtree(run_dir, ignore_errors=True)
+    #: "run": the workload from a fresh checkpoint; "new_driver_restart" (W3, after "run"):
+    #: one more batch of the query on the run's checkpoint, in this new driver JVM.
+    phase = params.get("phase", "run")
     source, checkpoint = os.path.join(run_dir, "source"), os.path.join(run_dir, "checkpoint")
-    os.makedirs(source)
+    if phase == "run":
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.makedirs(source)
     state_dirs = [os.path.join(checkpoint, "state"), os.path.join(checkpoint, "state-packs")]
 
     from pyspark.sql import SparkSession
@@ -217,6 +221,18 @@ def main(params_file: str) -> int:
 
     query = None
     try:
+        if phase == "new_driver_restart":
+            # Batches 0..total-1 ran in the first query run, batch total in its restart.
+            batch_id = shape["total_batches"] + 1
+            t0 = time.perf_counter()
+            query = start()
+            r = run_batch(query, batch_id, inputs[batch_id])
+            r["start_to_done_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+            emit(event="restart_new_driver", **r)
+            query.stop()
+            query = None
+            emit(event="done")
+            return 0
         preload = shape["preload"]
         heap: Dict = {"keys": shape["keys"]}
         if preload:

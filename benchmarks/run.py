@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -65,6 +65,51 @@ def _progress_line(tag: str, b: Dict) -> str:
                b["state_files"] + b["pack_files"], packs, b["numRowsTotal"], b["memoryUsedBytes"] / 1e6, b["gc_ms"]))
 
 
+def _run_child(params_file: str, log_file: str, mode: str, deadline: float,
+               on_event: Callable[[str, Dict], None]) -> Tuple[int, bool]:
+    """Runs measure.py on ``params_file`` and hands each of its events to ``on_event``;
+    returns (exit code, timed out). Spark's output goes to ``log_file`` (opened with ``mode``)."""
+    cmd = [sys.executable, os.path.join(HERE, "measure.py"), params_file]
+    events: "queue.Queue[Optional[str]]" = queue.Queue()
+    with open(log_file, mode) as log:
+        log.write("$ %s\n" % " ".join(cmd))
+        log.flush()
+        # Own session: on a timeout the whole group (Python and its JVM) is killed, nothing else.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=os.path.dirname(HERE),
+                                start_new_session=True)
+
+        def pump():
+            for line in proc.stdout:
+                events.put(line)
+            events.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        timed_out = False
+        other: List[str] = []
+        while True:
+            try:
+                line = events.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
+                timed_out = True
+                break
+            if line is None:
+                break
+            if not line.startswith("@@"):
+                other.append(line)
+                continue
+            e = json.loads(line[2:])
+            on_event(e.pop("event"), e)
+        if timed_out:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        rc = proc.wait()
+        if other:
+            log.write("\n--- child stdout ---\n" + "".join(other))
+    return rc, timed_out
+
+
 def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], extra_conf: Dict) -> Dict:
     """Runs one variant in a fresh Python process (and so a fresh driver JVM); never raises."""
     tag = "%s %s" % (w.label, name)
@@ -82,72 +127,50 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
                     "reference": bool(variant.get("reference")),
                     "conf": variant["conf"], "workload": w.as_dict(), "status": "ok", "batches": [],
                     "log": log_file, "load_before": _load()}
-    cmd = [sys.executable, os.path.join(HERE, "measure.py"), params_file]
     started = time.time()
-    events: "queue.Queue[Optional[str]]" = queue.Queue()
-    with open(log_file, "w") as log:
-        log.write("$ %s\n" % " ".join(cmd))
-        log.flush()
-        # Own session: on a timeout the whole group (Python and its JVM) is killed, nothing else.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=os.path.dirname(HERE),
-                                start_new_session=True)
+    deadline = started + args.timeout
 
-        def pump():
-            for line in proc.stdout:
-                events.put(line)
-            events.put(None)
+    def on_event(kind: str, e: Dict) -> None:
+        if kind == "jvm":
+            result.setdefault("jvm", e)
+            print("[%s] driver JVM pid %d, max heap %.0f MiB, Spark %s, provider %s"
+                  % (tag, e["pid"], e["max_heap"] / 2**20, e["spark_version"],
+                     e["conf"].get(variants_mod.PROVIDER)), flush=True)
+        elif kind == "batch":
+            result["batches"].append(e)
+            print(_progress_line(tag, e), flush=True)
+        elif kind == "heap":
+            result["heap"] = e
+            rss = (e["rss_after_preload"] - e["rss_before"]) / 1e6 if e.get("rss_before") else None
+            print("[%s] heap: %.0f B/key after the preload, %.0f B/key after the updates (JVM used heap "
+                  "growth), %.0f B/key (memoryUsedBytes), %s B/key freed on stop; driver RSS +%s MB; stores %s"
+                  % (tag, e["jvm_heap_per_key"], e["jvm_heap_per_key_after_updates"], e["reported_per_key"],
+                     "%.0f" % e["released_per_key"] if e.get("released_per_key") is not None else "-",
+                     "%.0f" % rss if rss is not None else "-", e.get("unload")), flush=True)
+        elif kind in ("restart", "restart_new_driver"):
+            result[kind] = e
+            print("[%s] %s: first batch %s (query start to batch done %s), commit %s, "
+                  "%d rows, %d state files" % (tag, "restart" if kind == "restart" else "restart in a new driver",
+                                               _fmt_s(e["ms"]), _fmt_s(e["start_to_done_ms"]),
+                                               _fmt_s(e["commitTimeMs"]), e["numRowsTotal"],
+                                               e["state_files"] + e["pack_files"]), flush=True)
+        elif kind == "error":
+            result["child_error"] = e
+        elif kind == "done":
+            result["done"] = True
 
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = started + args.timeout
-        timed_out = False
-        other: List[str] = []
-        while True:
-            try:
-                line = events.get(timeout=max(0.1, deadline - time.time()))
-            except queue.Empty:
-                timed_out = True
-                break
-            if line is None:
-                break
-            if not line.startswith("@@"):
-                other.append(line)
-                continue
-            e = json.loads(line[2:])
-            kind = e.pop("event")
-            if kind == "jvm":
-                result["jvm"] = e
-                print("[%s] driver JVM pid %d, max heap %.0f MiB, Spark %s, provider %s"
-                      % (tag, e["pid"], e["max_heap"] / 2**20, e["spark_version"],
-                         e["conf"].get(variants_mod.PROVIDER)), flush=True)
-            elif kind == "batch":
-                result["batches"].append(e)
-                print(_progress_line(tag, e), flush=True)
-            elif kind == "heap":
-                result["heap"] = e
-                rss = (e["rss_after_preload"] - e["rss_before"]) / 1e6 if e.get("rss_before") else None
-                print("[%s] heap: %.0f B/key after the preload, %.0f B/key after the updates (JVM used heap "
-                      "growth), %.0f B/key (memoryUsedBytes), %s B/key freed on stop; driver RSS +%s MB; stores %s"
-                      % (tag, e["jvm_heap_per_key"], e["jvm_heap_per_key_after_updates"], e["reported_per_key"],
-                         "%.0f" % e["released_per_key"] if e.get("released_per_key") is not None else "-",
-                         "%.0f" % rss if rss is not None else "-", e.get("unload")), flush=True)
-            elif kind == "restart":
-                result["restart"] = e
-                print("[%s] restart: first batch %s (query start to batch done %s), commit %s, "
-                      "%d rows, %d state files" % (tag, _fmt_s(e["ms"]), _fmt_s(e["start_to_done_ms"]),
-                                                   _fmt_s(e["commitTimeMs"]), e["numRowsTotal"],
-                                                   e["state_files"] + e["pack_files"]), flush=True)
-            elif kind == "error":
-                result["child_error"] = e
-            elif kind == "done":
-                result["done"] = True
-        if timed_out:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        rc = proc.wait()
-        if other:
-            log.write("\n--- child stdout ---\n" + "".join(other))
+    rc, timed_out = _run_child(params_file, log_file, "w", deadline, on_event)
+    if w.restart and rc == 0 and not timed_out and result.get("done"):
+        # The restart a production query sees after a redeploy or a driver failure: a new
+        # driver JVM with no state store, local working copy or cache left from the run.
+        with open(params_file) as f:
+            params = json.load(f)
+        params["phase"] = "new_driver_restart"
+        restart_params = params_file.replace(".params.json", ".restart.params.json")
+        with open(restart_params, "w") as f:
+            json.dump(params, f, indent=1)
+        result["done"] = False
+        rc, timed_out = _run_child(restart_params, log_file, "a", deadline, on_event)
     result["returncode"] = rc
     result["elapsed_s"] = round(time.time() - started, 1)
     result["load_after"] = _load()

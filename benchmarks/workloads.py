@@ -37,7 +37,8 @@ class Workload:
     rows_per_batch: int
     #: W3: batch 0 holds every key once, later batches update existing keys.
     preload: bool = False
-    #: W3: after the batches, stop the query, start a new one on the checkpoint, time batch 1.
+    #: W3: after the batches, stop the query, start a new one on the checkpoint, time its
+    #: batch 1; then the same again in a new driver JVM.
     restart: bool = False
     quick: bool = False
     #: True when a command-line override changed the DESIGN shape (targets then indicative).
@@ -55,7 +56,7 @@ class Workload:
 
     @property
     def input_files(self) -> int:
-        return self.total_batches + (1 if self.restart else 0)
+        return self.total_batches + (2 if self.restart else 0)
 
     def describe(self) -> str:
         extra = (" [quick]" if self.quick else "") + (" [custom shape]" if self.custom else "")
