@@ -236,6 +236,21 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
                                                                    "against": who}
             text += ["", line]
             md += ["", "_" + line + "_"]
+            if w["preload"]:
+                # A restart's first batch has fixed costs no state store removes (a new
+                # driver: class loading, JIT, code generation): the floor of restart ratios.
+                for field, what in (("restart_ms", "restart, same JVM"),
+                                    ("restart_new_driver_ms", "restart, new driver")):
+                    rb, rwho = sh.best(field, sh.rocksdb())
+                    rx = _ratio(sh.stats[ref][field], rb)
+                    if rx is None:
+                        continue
+                    line = ("%s: %s %s without any state store, %s of the best RocksDB (%s)"
+                            % (ref, what, _s(sh.stats[ref][field]), _x(rx), rwho))
+                    summary["shapes"][lab]["floor"][ref][field] = {"ms": sh.stats[ref][field], "ratio": rx,
+                                                                   "against": rwho}
+                    text += [line]
+                    md += ["", "_" + line + "_"]
 
     lines, checks = _targets(workload_name, shapes)
     summary["targets"] = checks
