@@ -38,7 +38,7 @@ private[provider] final class HeapStateStore(
    * are never deleted from it while the store is open: iterators rely on that.
    */
   private val changes = new CompactRowMap(base.map.keyNumFields, base.map.valueNumFields,
-    seed = CompactRowMap.ChangesSeed)
+    initialSeed = CompactRowMap.ChangesSeed)
   /**
    * The record addresses in `changes` of the keys this batch added that the base does not
    * hold, in the order they were first put: what iterators walk after the base. A key is

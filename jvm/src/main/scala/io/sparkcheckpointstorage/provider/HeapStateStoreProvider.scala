@@ -137,7 +137,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     // base as the first: step back to it, then apply this attempt's changes instead.
     moveLiveTo(store.version)
     val start = System.nanoTime()
-    val bytes = writeFile(newVersion, StateFileKind.Delta) { w =>
+    val bytes = writeFile(newVersion, StateFileKind.Delta, changes.layout) { w =>
       changes.iterator.foreach { case (k, v) =>
         // A removal of a key the batch itself added leaves nothing to record.
         if (!(v eq CompactRowMap.Removed)) w.put(k, v) else if (live.map.contains(k)) w.remove(k)
@@ -158,20 +158,24 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
 
   private def writeSnapshot(): Long = {
     val version = live.version
-    val bytes = writeFile(version, StateFileKind.Snapshot) { w =>
+    val bytes = writeFile(version, StateFileKind.Snapshot, live.map.layout) { w =>
       live.map.iterator.foreach { case (k, v) => w.put(k, v) }
     }
     lastSnapshotVersion = math.max(lastSnapshotVersion, version)
     bytes
   }
 
-  /** Writes one state file atomically; returns its size in bytes. */
-  private def writeFile(version: Long, kind: StateFileKind)(body: StateFileFormat.Writer => Unit): Long = {
+  /**
+   * Writes one state file atomically, its records in the slot order of a map laid out as
+   * `layout`; returns its size in bytes.
+   */
+  private def writeFile(version: Long, kind: StateFileKind, layout: CompactRowMap.Layout)(
+      body: StateFileFormat.Writer => Unit): Long = {
     val path = files.path(version, kind)
     val out = fm.createAtomic(path, true)
     val counting = new CountingOutputStream(out)
     try {
-      val w = new StateFileFormat.Writer(counting, kind, version, storeConf.compressionCodec, sparkConf)
+      val w = new StateFileFormat.Writer(counting, kind, version, storeConf.compressionCodec, sparkConf, layout)
       body(w)
       w.finish()
       out.close()
@@ -236,7 +240,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
       StateFileFormat.read(in, f.path.toString, f.kind, f.version, keySchema.length,
         valueSchema.length, sparkConf)(
         (k, v) => { validateRowFormat(k, v); state.loadPut(k, v) },
-        k => state.loadRemove(k))
+        k => state.loadRemove(k),
+        layout => state.prepareLoad(layout))
     } finally {
       in.close()
     }

@@ -37,6 +37,9 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
     _version = version
   }
 
+  /** Readies the map for a state file's records, which come in their writer's slot order. */
+  def prepareLoad(layout: CompactRowMap.Layout): Unit = map.prepareFor(layout)
+
   /** Loading replays files into the map: no undo, the version is set at the end. */
   def loadPut(key: UnsafeRow, value: UnsafeRow): Unit = {
     if (prefixIndex.isDefined && !map.contains(key)) prefixIndex.get.add(key)
@@ -54,6 +57,7 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
 
   /** Applies a batch's changes (value [[CompactRowMap.Removed]] = removed) to make `newVersion`. */
   def apply(changes: CompactRowMap, newVersion: Long): Unit = {
+    map.prepareFor(changes.layout)
     val newUndo = if (changes.size <= MaxUndoEntries) {
       new CompactRowMap(keySchema.length, valueSchema.length, changes.size)
     } else {

@@ -29,28 +29,51 @@ class CorruptStateFileException(val file: String, reason: String, cause: Throwab
  * The encoding of our state files, one per version and partition.
  *
  * {{{
- *   header (plain):  magic "SCSHEAP\u0001", kind byte, version long, codec name (UTF)
+ *   header (plain):  magic "SCSHEAP\u0002", kind byte, version long, codec name (UTF),
+ *                    index seed int, index slots int, CRC-32 of the header before it (int)
  *   body (codec):    records, each  keyLen int, key bytes, valueLen int (-1 = removed), value
  *                    then  -1 int, record count long, CRC-32 of everything before it
  * }}}
  *
  * The header lets a reader tell our files from another provider's and from a file of the
  * wrong version; the trailer catches truncation and corruption with any codec, since not
- * every Spark codec checksums its blocks.
+ * every Spark codec checksums its blocks. Records are in the slot order of the map they
+ * came from, whose index layout the header records: a map rebuilt with that layout takes
+ * them in one pass over its index (see [[CompactRowMap#prepareFor]]). The header has its
+ * own checksum because the slot count is allocated before the body is read.
+ *
+ * Files of format 1 (magic "SCSHEAP\u0001": no index fields, no header checksum) are still
+ * read.
  */
 object StateFileFormat {
   private val BufferSize = 64 * 1024
   private val LittleEndian = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
-  val Magic: Array[Byte] = "SCSHEAP\u0001".getBytes(StandardCharsets.ISO_8859_1)
+  val Magic: Array[Byte] = "SCSHEAP\u0002".getBytes(StandardCharsets.ISO_8859_1)
+  /** Format 1: the header without the index layout and its checksum. */
+  val MagicV1: Array[Byte] = "SCSHEAP\u0001".getBytes(StandardCharsets.ISO_8859_1)
 
+  /** The header of format 2, its checksum included. */
+  def header(kind: StateFileKind, version: Long, codecName: String, layout: CompactRowMap.Layout): Array[Byte] = {
+    val bytes = new java.io.ByteArrayOutputStream()
+    val out = new DataOutputStream(bytes)
+    out.write(Magic)
+    out.writeByte(kind.tag)
+    out.writeLong(version)
+    out.writeUTF(codecName)
+    out.writeInt(layout.seed)
+    out.writeInt(layout.slots)
+    out.flush()
+    val crc = new CRC32()
+    crc.update(bytes.toByteArray)
+    out.writeInt(crc.getValue.toInt)
+    out.flush()
+    bytes.toByteArray
+  }
+
+  /** Writes a state file whose records come in the slot order of a map laid out as `layout`. */
   final class Writer(out: OutputStream, kind: StateFileKind, version: Long,
-      codecName: String, sparkConf: SparkConf) {
-    private val header = new DataOutputStream(out)
-    header.write(Magic)
-    header.writeByte(kind.tag)
-    header.writeLong(version)
-    header.writeUTF(codecName)
-    header.flush()
+      codecName: String, sparkConf: SparkConf, layout: CompactRowMap.Layout) {
+    out.write(header(kind, version, codecName, layout))
     // Records are laid out in one array and handed to the checksum and the codec a whole
     // array at a time: per-int writes through DataOutputStream and a checksum update per
     // field made encoding most of a commit's time.
@@ -115,30 +138,63 @@ object StateFileFormat {
   }
 
   /**
-   * Reads a state file, calling `onPut` / `onRemove` for each record with rows that are
-   * valid only during the call. Fails with [[CorruptStateFileException]] naming `file`.
+   * Reads a state file, calling `onLayout` with the index layout of the map the records
+   * came from (files of format 1 do not say), then `onPut` / `onRemove` for each record
+   * with rows that are valid only during the call. Fails with [[CorruptStateFileException]]
+   * naming `file`.
    */
   def read(in: InputStream, file: String, expectedKind: StateFileKind, expectedVersion: Long,
       keyNumFields: Int, valueNumFields: Int, sparkConf: SparkConf)(
-      onPut: (UnsafeRow, UnsafeRow) => Unit, onRemove: UnsafeRow => Unit): Long = {
-    val header = new DataInputStream(in)
+      onPut: (UnsafeRow, UnsafeRow) => Unit, onRemove: UnsafeRow => Unit,
+      onLayout: CompactRowMap.Layout => Unit = _ => ()): Long = {
+    val codecName = readHeader(in, file, expectedKind, expectedVersion, onLayout)
+    readBody(in, file, codecName, keyNumFields, valueNumFields, sparkConf, onPut, onRemove)
+  }
+
+  /** Checks the header, hands over the index layout it records, returns the codec name. */
+  private def readHeader(in: InputStream, file: String, expectedKind: StateFileKind,
+      expectedVersion: Long, onLayout: CompactRowMap.Layout => Unit): String = {
+    // The header is checksummed as it is read: its slot count must be trusted before the
+    // body's checksum can be checked.
+    val headerCrc = new java.util.zip.CheckedInputStream(in, new CRC32())
+    val header = new DataInputStream(headerCrc)
     val magic = new Array[Byte](Magic.length)
-    try header.readFully(magic) catch {
+    try {
+      header.readFully(magic)
+      val v2 = java.util.Arrays.equals(magic, Magic)
+      if (!v2 && !java.util.Arrays.equals(magic, MagicV1)) {
+        throw new CorruptStateFileException(file, "it does not start with the spark-checkpoint-storage " +
+          "header (written by another program?)")
+      }
+      val kind = header.readByte()
+      if (kind != expectedKind.tag) {
+        throw new CorruptStateFileException(file, s"it is of kind '${kind.toChar}', expected '${expectedKind.tag.toChar}'")
+      }
+      val version = header.readLong()
+      if (version != expectedVersion) {
+        throw new CorruptStateFileException(file, s"it holds version $version, expected $expectedVersion")
+      }
+      val codecName = header.readUTF()
+      if (v2) {
+        val layout = CompactRowMap.Layout(header.readInt(), header.readInt())
+        val computed = headerCrc.getChecksum.getValue.toInt
+        if (header.readInt() != computed) {
+          throw new CorruptStateFileException(file, "its header checksum does not match its header")
+        }
+        if (!CompactRowMap.Layout.isValidSlots(layout.slots)) {
+          throw new CorruptStateFileException(file, s"its header gives an invalid index size ${layout.slots}")
+        }
+        onLayout(layout)
+      }
+      codecName
+    } catch {
       case e: EOFException => throw new CorruptStateFileException(file, "it is empty or shorter than its header", e)
     }
-    if (!java.util.Arrays.equals(magic, Magic)) {
-      throw new CorruptStateFileException(file, "it does not start with the spark-checkpoint-storage " +
-        "header (written by another program?)")
-    }
-    val kind = header.readByte()
-    if (kind != expectedKind.tag) {
-      throw new CorruptStateFileException(file, s"it is of kind '${kind.toChar}', expected '${expectedKind.tag.toChar}'")
-    }
-    val version = header.readLong()
-    if (version != expectedVersion) {
-      throw new CorruptStateFileException(file, s"it holds version $version, expected $expectedVersion")
-    }
-    val codecName = header.readUTF()
+  }
+
+  private def readBody(in: InputStream, file: String, codecName: String, keyNumFields: Int,
+      valueNumFields: Int, sparkConf: SparkConf, onPut: (UnsafeRow, UnsafeRow) => Unit,
+      onRemove: UnsafeRow => Unit): Long = {
     val body = try {
       SparkInternals.compressionCodec(sparkConf, codecName).compressedInputStream(in)
     } catch {

@@ -15,10 +15,11 @@ import io.sparkcheckpointstorage.provider.StateRows._
 class StateFileFormatSuite extends AnyFunSuite {
   private val conf = new SparkConf()
   private val file = "0/0/7.heap-delta"
+  private val layout = CompactRowMap.Layout(seed = 12345, slots = 1024)
 
   private def write(codec: String)(body: StateFileFormat.Writer => Unit): Array[Byte] = {
     val out = new ByteArrayOutputStream()
-    val w = new StateFileFormat.Writer(out, StateFileKind.Delta, 7, codec, conf)
+    val w = new StateFileFormat.Writer(out, StateFileKind.Delta, 7, codec, conf, layout)
     body(w)
     w.finish()
     out.toByteArray
@@ -38,15 +39,23 @@ class StateFileFormatSuite extends AnyFunSuite {
   private def corruptMessage(bytes: Array[Byte]): String =
     intercept[CorruptStateFileException](read(bytes)).getMessage
 
-  /** A file whose decompressed body is `raw` followed by a correct trailer for `records`. */
-  private def handMade(raw: Array[Byte], records: Long, crcDelta: Long = 0): Array[Byte] = {
+  /** The header of format 1: no index layout, no header checksum. */
+  private def headerV1: Array[Byte] = {
     val out = new ByteArrayOutputStream()
     val header = new DataOutputStream(out)
-    header.write(StateFileFormat.Magic)
+    header.write(StateFileFormat.MagicV1)
     header.writeByte(StateFileKind.Delta.tag)
     header.writeLong(7)
     header.writeUTF("lz4")
     header.flush()
+    out.toByteArray
+  }
+
+  /** A file whose decompressed body is `raw` followed by a correct trailer for `records`. */
+  private def handMade(raw: Array[Byte], records: Long, crcDelta: Long = 0,
+      header: Array[Byte] = StateFileFormat.header(StateFileKind.Delta, 7, "lz4", layout)): Array[Byte] = {
+    val out = new ByteArrayOutputStream()
+    out.write(header)
     val body = new DataOutputStream(SparkInternals.compressionCodec(conf, "lz4").compressedOutputStream(out))
     body.write(raw)
     val crc = new CRC32()
@@ -129,12 +138,7 @@ class StateFileFormatSuite extends AnyFunSuite {
     val body = raw.toByteArray
     // A correct trailer, then 3 more bytes inside the compressed stream.
     val out = new ByteArrayOutputStream()
-    val header = new DataOutputStream(out)
-    header.write(StateFileFormat.Magic)
-    header.writeByte(StateFileKind.Delta.tag)
-    header.writeLong(7)
-    header.writeUTF("lz4")
-    header.flush()
+    out.write(StateFileFormat.header(StateFileKind.Delta, 7, "lz4", layout))
     val c = new DataOutputStream(SparkInternals.compressionCodec(conf, "lz4").compressedOutputStream(out))
     c.write(body)
     val crc = new CRC32()
@@ -144,5 +148,47 @@ class StateFileFormatSuite extends AnyFunSuite {
     c.write(Array[Byte](1, 2, 3))
     c.close()
     assert(corruptMessage(out.toByteArray).contains("it has data after its trailer"))
+  }
+
+  test("the writer's index layout is handed over before the first record") {
+    val events = ArrayBuffer.empty[String]
+    val bytes = write("lz4") { w => w.put(key("a", 1), value(1)); w.remove(key("b", 2)) }
+    StateFileFormat.read(new ByteArrayInputStream(bytes), file, StateFileKind.Delta, 7, 2, 1, conf)(
+      (k, _) => events += s"put ${keyOf(k)}",
+      k => events += s"remove ${keyOf(k)}",
+      l => events += s"layout $l")
+    assert(events == Seq(s"layout $layout", "put (a,1)", "remove (b,2)"))
+  }
+
+  test("files of format 1 (no index layout in the header) still read") {
+    val k = key("a", 1).getBytes
+    val v = value(5).getBytes
+    val b = new ByteArrayOutputStream()
+    val d = new DataOutputStream(b)
+    d.writeInt(k.length); d.write(k); d.writeInt(v.length); d.write(v); d.writeInt(-1)
+    d.flush()
+    val bytes = handMade(b.toByteArray, 1, header = headerV1)
+    var layouts = 0
+    val got = ArrayBuffer.empty[(String, Int, Long)]
+    StateFileFormat.read(new ByteArrayInputStream(bytes), file, StateFileKind.Delta, 7, 2, 1, conf)(
+      (k, v) => got += ((keyOf(k)._1, keyOf(k)._2, valueOf(v))), _ => (), _ => layouts += 1)
+    assert(got == Seq(("a", 1, 5L)) && layouts == 0)
+  }
+
+  test("a damaged header is refused before its index size is used") {
+    val bytes = write("lz4") { w => w.put(key("a", 1), value(1)) }
+    val header = StateFileFormat.header(StateFileKind.Delta, 7, "lz4", layout)
+    // Index slots 1024 -> 1 << 30: a size a reader must not allocate on the header's word.
+    val damaged = bytes.clone()
+    Seq(0x40, 0, 0, 0).zipWithIndex.foreach { case (b, i) => damaged(header.length - 8 + i) = b.toByte }
+    var layouts = 0
+    val message = intercept[CorruptStateFileException] {
+      StateFileFormat.read(new ByteArrayInputStream(damaged), file, StateFileKind.Delta, 7, 2, 1, conf)(
+        (_, _) => (), _ => (), _ => layouts += 1)
+    }.getMessage
+    assert(message.contains("its header checksum does not match its header") && layouts == 0, message)
+    val invalid = handMade(Array[Byte](-1, -1, -1, -1), 0,
+      header = StateFileFormat.header(StateFileKind.Delta, 7, "lz4", CompactRowMap.Layout(1, 1000)))
+    assert(corruptMessage(invalid).contains("its header gives an invalid index size 1000"))
   }
 }
