@@ -57,9 +57,13 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
 
   /** Applies a batch's changes (value [[CompactRowMap.Removed]] = removed) to make `newVersion`. */
   def apply(changes: CompactRowMap, newVersion: Long): Unit = {
+    // The changes come in their slot order: with the map and the undo laid out alike, the
+    // lookups and the undo's inserts walk their indexes forward instead of at random.
     map.prepareFor(changes.layout)
     val newUndo = if (changes.size <= MaxUndoEntries) {
-      new CompactRowMap(keySchema.length, valueSchema.length, changes.size)
+      val u = new CompactRowMap(keySchema.length, valueSchema.length, changes.size)
+      u.prepareFor(changes.layout)
+      u
     } else {
       null
     }
@@ -80,6 +84,7 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
   /** Steps back one version using the undo of the last change. */
   def rollBack(): Unit = {
     require(undo != null, "no undo to roll back with")
+    map.prepareFor(undo.layout)
     undo.iterator.foreach { case (key, old) =>
       if (old eq CompactRowMap.Removed) loadRemove(key) else loadPut(key, old)
     }
