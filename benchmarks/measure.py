@@ -220,17 +220,22 @@ def main(params_file: str) -> int:
                 **operator_metrics(p)}
 
     query = None
+
+    def restart(batch_id: int, event: str) -> None:
+        """Starts a new run of the query on the checkpoint and times its first batch."""
+        nonlocal query
+        t0 = time.perf_counter()
+        query = start()
+        r = run_batch(query, batch_id, inputs[batch_id])
+        r["start_to_done_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        emit(event=event, **r)
+        query.stop()
+        query = None
+
     try:
         if phase == "new_driver_restart":
             # Batches 0..total-1 ran in the first query run, batch total in its restart.
-            batch_id = shape["total_batches"] + 1
-            t0 = time.perf_counter()
-            query = start()
-            r = run_batch(query, batch_id, inputs[batch_id])
-            r["start_to_done_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-            emit(event="restart_new_driver", **r)
-            query.stop()
-            query = None
+            restart(shape["total_batches"] + 1, "restart_new_driver")
             emit(event="done")
             return 0
         preload = shape["preload"]
@@ -272,13 +277,7 @@ def main(params_file: str) -> int:
         if shape["restart"]:
             # A new run of the query: its first batch loads every partition's state from the
             # checkpoint (the stopped run's providers were closed above).
-            t0 = time.perf_counter()
-            query = start()
-            r = run_batch(query, total, inputs[total])
-            r["start_to_done_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-            emit(event="restart", **r)
-            query.stop()
-            query = None
+            restart(total, "restart")
         emit(event="done")
         return 0
     except BaseException as e:  # noqa: BLE001 - reported to the parent, then exit non-zero
