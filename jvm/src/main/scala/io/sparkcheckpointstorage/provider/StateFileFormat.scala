@@ -55,16 +55,14 @@ object StateFileFormat {
   /** The header of format 2, its checksum included. */
   def header(kind: StateFileKind, version: Long, codecName: String, layout: CompactRowMap.Layout): Array[Byte] = {
     val bytes = new java.io.ByteArrayOutputStream()
-    val out = new DataOutputStream(bytes)
+    val crc = new CRC32()
+    val out = new DataOutputStream(new java.util.zip.CheckedOutputStream(bytes, crc))
     out.write(Magic)
     out.writeByte(kind.tag)
     out.writeLong(version)
     out.writeUTF(codecName)
     out.writeInt(layout.seed)
     out.writeInt(layout.slots)
-    out.flush()
-    val crc = new CRC32()
-    crc.update(bytes.toByteArray)
     out.writeInt(crc.getValue.toInt)
     out.flush()
     bytes.toByteArray
