@@ -1,15 +1,16 @@
 // spark-checkpoint-storage: the JVM half (state store provider, checkpoint file manager,
 // driver coordinator, checkpoint storages), built against one exact Spark version.
 
-val sparkVersion = "4.3.0"
-val sparkMinor = sparkVersion.split('.').take(2).mkString(".")
-val scala213 = "2.13.18"
+// One sbt project per Spark line (and, for 3.5, per Scala binary): spark35 (Scala 2.12),
+// spark35_213, spark40, spark41, spark42, spark43. Each compiles against its own Spark with
+// that Spark's Scala patch (project/SparkLines.scala), from the shared sources plus the shim
+// folders jvm/src/<main|test>/scala-spark-<from>[-<to>] whose range holds its line, into a
+// target folder of its own. `dev/sbt spark35/test`, `dev/sbt spark43/package`, ...
 
-// Spark 4.3.0 is on PyPI but not on Maven Central (its metadata stops at 4.2.0 as reached
-// from here), so the exact 4.3.0 jars come from the pinned pyspark wheel in the project
-// venv. They are `provided`-like: on the compile and test classpaths, never in the pom.
+// The pyspark wheel's jars for the line built from them (4.3): `provided`-like, on the
+// compile and test classpaths, never in the pom.
 val sparkJarsDir: File = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
-  file(".venv/lib/python3.11/site-packages/pyspark/jars"))
+  file(".venv/lib/python3.11/site-packages/pyspark/jars")).getAbsoluteFile
 
 // One version for the jar and the Python package, kept in the Python package.
 val projectVersion = {
@@ -20,18 +21,6 @@ val projectVersion = {
 
 ThisBuild / organization := "io.sparkcheckpointstorage"
 ThisBuild / version := projectVersion
-ThisBuild / scalaVersion := scala213
-
-// Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)
-// come from the `tests` jars. Those exist on Maven Central only up to `sparkTestVersion`,
-// so the Heap*Suite classes in jvm/src/test/scala/.../provider that extend Spark's suites
-// are compiled against the 4.3.0 main jars plus these older test classes. Intransitive: the
-// only Spark main classes on the test classpath stay the 4.3.0 ones from the pyspark jars.
-val sparkTestVersion = "4.2.0"
-val sparkTestJars = Seq("spark-core", "spark-catalyst", "spark-sql", "spark-sql-api",
-    "spark-common-utils", "spark-tags").map { m =>
-  ("org.apache.spark" %% m % sparkTestVersion % Test classifier "tests").intransitive()
-}
 
 // Spark's operator suites run on our provider (HeapStreamingOperatorSuites.scala) take about
 // 16 minutes in all; `dev/sbt test` runs those in `sparkSuitesInCi` (README, "Spark's own
@@ -45,9 +34,28 @@ val sparkSuitesInCi = Seq("HeapStreamingAggregationSuite", "HeapFlatMapGroupsWit
     "HeapStreamingFullOuterJoinSuite")
   .map("io.sparkcheckpointstorage.provider." + _)
 
-lazy val root = (project in file("."))
-  .settings(
-    name := "spark-checkpoint-storage",
+// Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)
+// come from the line's `tests` jars, intransitive: the Spark main classes on the test
+// classpath stay the line's own.
+def sparkTestJars(line: SparkLine) = Seq("spark-core", "spark-catalyst", "spark-sql", "spark-sql-api",
+    "spark-common-utils", "spark-tags").map { m =>
+  ("org.apache.spark" %% m % line.testVersion % Test classifier "tests").intransitive()
+}
+
+// The line's Spark from Maven Central, exact version, `provided` (a line built from the
+// wheel gets its Spark as unmanaged jars instead).
+def sparkMainJars(line: SparkLine) =
+  if (line.fromWheel) Nil else Seq("org.apache.spark" %% "spark-sql" % line.sparkVersion % Provided)
+
+def lineProject(line: SparkLine, scalaBinary: String): Project = {
+  val id = SparkLines.projectId(line, scalaBinary)
+  val repo = file(".").getAbsoluteFile
+  Project(id, repo / "target" / "lines" / id).settings(
+    scalaVersion := line.scalaPatches(scalaBinary),
+    // The Spark line is part of the artifact's name: spark-checkpoint-storage-spark3.5_2.12.
+    name := s"spark-checkpoint-storage-spark${line.line}",
+    moduleName := name.value,
+    target := repo / "target" / s"spark-${line.line}_$scalaBinary",
     // Spark ships the Scala library: keep it out of the published pom so
     // `--packages` resolves nothing but this jar.
     autoScalaLibrary := false,
@@ -55,25 +63,25 @@ lazy val root = (project in file("."))
       // Spark's own Scala library (from the pyspark jars) wins over the test tool's.
       ("org.scalatest" %% "scalatest" % "3.2.19" % Test).excludeAll(ExclusionRule("org.scala-lang")),
       "junit" % "junit" % "4.13.2" % Test
-    ) ++ sparkTestJars,
+    ) ++ sparkMainJars(line) ++ sparkTestJars(line),
     Compile / unmanagedJars ++= {
-      val jars = (sparkJarsDir * "*.jar").classpath
-      if (jars.isEmpty) sys.error(s"no Spark jars in $sparkJarsDir: run dev/bootstrap (it installs " +
-        s"pyspark $sparkVersion into .venv) or set SPARK_JARS_DIR to a Spark $sparkVersion jars folder")
+      val jars = if (!line.fromWheel) Nil else (sparkJarsDir * "*.jar").classpath
+      if (line.fromWheel && jars.isEmpty) sys.error(s"no Spark jars in $sparkJarsDir: run dev/bootstrap (it installs " +
+        s"pyspark ${line.sparkVersion} into .venv) or set SPARK_JARS_DIR to a Spark ${line.sparkVersion} jars folder")
       jars
     },
-    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
-    Compile / unmanagedSourceDirectories +=
-      baseDirectory.value / "jvm" / "src" / "main" / s"scala-spark-$sparkMinor",
-    Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
+    Compile / scalaSource := repo / "jvm" / "src" / "main" / "scala",
+    Compile / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "main", line),
+    Test / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "test", line),
+    Compile / resourceDirectory := repo / "jvm" / "src" / "main" / "resources",
     // Spark's suites open checkpoint directories shipped as test resources with
     // `new File(getResource(...).toURI)`, which needs them on disk, not in a jar: unpack them
     // from the spark-sql tests jar ahead of it on the test classpath.
     Test / unmanagedClasspath += {
       val jar = (Test / update).value.select(configurationFilter(),
-        moduleFilter(organization = "org.apache.spark", name = "spark-sql_2.13"),
+        moduleFilter(organization = "org.apache.spark", name = s"spark-sql_$scalaBinary"),
         artifactFilter(classifier = "tests")).head
-      val out = target.value / s"spark-sql-$sparkTestVersion-test-resources"
+      val out = target.value / s"spark-sql-${line.testVersion}-test-resources"
       val marker = out / ".unpacked"
       if (!marker.exists) {
         IO.delete(out)
@@ -82,22 +90,24 @@ lazy val root = (project in file("."))
       }
       Attributed.blank(out)
     },
-    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
-    Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
-    javacOptions ++= Seq("--release", "17"),
-    scalacOptions ++= Seq("-release:17", "-deprecation", "-feature", "-unchecked"),
+    Test / scalaSource := repo / "jvm" / "src" / "test" / "scala",
+    Test / resourceDirectory := repo / "jvm" / "src" / "test" / "resources",
+    // Spark 3.5 still runs on Java 8 (many platforms' default): its jar is Java 8 bytecode.
+    javacOptions ++= Seq("--release", line.javaRelease),
+    scalacOptions ++= Seq("-release", line.javaRelease, "-deprecation", "-feature", "-unchecked"),
     // The jar tells the Python side which version (and Spark) it was built for.
     Compile / resourceGenerators += Def.task {
       val out = (Compile / resourceManaged).value / "spark-checkpoint-storage-version.properties"
       IO.write(out,
-        s"version=${version.value}\nspark.version=$sparkVersion\nscala.binary.version=${scalaBinaryVersion.value}\n")
+        s"version=${version.value}\nspark.version=${line.sparkVersion}\nspark.line=${line.line}\n" +
+        s"scala.binary.version=${scalaBinaryVersion.value}\n")
       Seq(out)
     }.taskValue,
     Test / fork := true,
     Test / parallelExecution := false,
     Test / javaOptions ++= Seq(
       "-Xmx3g", "-Xss4m",
-      "-Dspark.test.home=" + baseDirectory.value,
+      "-Dspark.test.home=" + repo,
       "-Dspark.testing=1",
       "--add-opens=java.base/java.lang=ALL-UNNAMED",
       "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
@@ -121,7 +131,33 @@ lazy val root = (project in file("."))
     Test / test / testOptions += Tests.Filter(name =>
       sparkSuitesAll || !sparkOperatorSuites.contains(name) || sparkSuitesInCi.contains(name)),
     publishMavenStyle := true,
+    // Scaladoc takes longer than compiling: the local publish (for --packages) goes without.
+    Compile / packageDoc / publishArtifact := false,
     // dev/build-jar republishes the same version to ~/.m2 on every build.
     publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
-    pomIncludeRepository := { _ => false }
+    pomIncludeRepository := { _ => false },
+    // Spark provides everything the jar needs: `--packages` resolves this jar alone.
+    pomPostProcess := { node =>
+      import scala.xml.{Elem, Node}
+      import scala.xml.transform.{RewriteRule, RuleTransformer}
+      new RuleTransformer(new RewriteRule {
+        override def transform(n: Node): Seq[Node] = n match {
+          case e: Elem if e.label == "dependencies" => Nil
+          case other => other
+        }
+      }).transform(node).head
+    }
   )
+}
+
+lazy val spark35 = lineProject(SparkLines.named("3.5"), "2.12")
+lazy val spark35_213 = lineProject(SparkLines.named("3.5"), "2.13")
+lazy val spark40 = lineProject(SparkLines.named("4.0"), "2.13")
+lazy val spark41 = lineProject(SparkLines.named("4.1"), "2.13")
+lazy val spark42 = lineProject(SparkLines.named("4.2"), "2.13")
+lazy val spark43 = lineProject(SparkLines.named("4.3"), "2.13")
+
+// The root builds nothing itself: name a line's project (dev/sbt spark43/test).
+lazy val root = (project in file("."))
+  .aggregate()
+  .settings(publish / skip := true, publishM2 / skip := true, Compile / sources := Nil, Test / sources := Nil)

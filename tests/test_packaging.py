@@ -10,7 +10,8 @@ import pytest
 
 import spark_checkpoint_storage
 from spark_checkpoint_storage import bundled_jar_path
-from spark_checkpoint_storage.bundled_jar import ARTIFACT_ID, GROUP_ID
+from spark_checkpoint_storage.bundled_jar import (GROUP_ID, SUPPORTED_SPARK_LINES, artifact_id,
+                                                  running_spark_line)
 
 from conftest import ROOT, assert_ok
 
@@ -28,9 +29,51 @@ def test_package_carries_jar_of_its_own_version():
     assert os.path.isfile(jar)
     assert os.path.dirname(jar).startswith(os.path.dirname(spark_checkpoint_storage.__file__))
     props = jar_properties(jar)
+    line, scala = running_spark_line()
+    import pyspark
+    assert line == ".".join(pyspark.__version__.split(".")[:2])
     assert props["version"] == spark_checkpoint_storage.__version__
-    assert props["spark.version"] == "4.3.0"
-    assert os.path.basename(jar) == "%s-%s.jar" % (ARTIFACT_ID, spark_checkpoint_storage.__version__)
+    assert props["spark.line"] == line
+    assert props["scala.binary.version"] == scala
+    assert os.path.basename(jar) == "spark-checkpoint-storage-spark%s_%s-%s.jar" % (
+        line, scala, spark_checkpoint_storage.__version__)
+
+
+def test_package_carries_one_jar_per_spark_line():
+    for line, scala in SUPPORTED_SPARK_LINES:
+        props = jar_properties(bundled_jar_path(line, scala))
+        assert (props["spark.line"], props["scala.binary.version"]) == (line, scala)
+        assert props["spark.version"].startswith(line + ".")
+
+
+def test_unsupported_spark_line_fails_fast_naming_the_supported_ones():
+    from spark_checkpoint_storage.bundled_jar import UnsupportedSparkVersionError
+    with pytest.raises(UnsupportedSparkVersionError) as e:
+        bundled_jar_path("3.4", "2.12")
+    message = str(e.value)
+    assert "does not support Spark 3.4 with Scala 2.12" in message
+    assert "3.5 (Scala 2.12), 3.5 (Scala 2.13), 4.0 (Scala 2.13), 4.1 (Scala 2.13), " \
+        "4.2 (Scala 2.13), 4.3 (Scala 2.13)" in message
+
+
+def test_jar_of_another_spark_line_is_refused_naming_the_right_artifact(subproc):
+    line, scala = running_spark_line()
+    other = [(lo, sc) for lo, sc in SUPPORTED_SPARK_LINES if lo != line][0]
+    out = assert_ok(subproc.python("""
+        from pyspark import SparkConf
+        from pyspark.java_gateway import launch_gateway
+        from spark_checkpoint_storage.bundled_jar import (UnsupportedSparkVersionError,
+            bundled_jar_path, check_jar_version)
+        gw = launch_gateway(SparkConf(loadDefaults=False).set("spark.jars", bundled_jar_path(%r, %r)))
+        try:
+            check_jar_version(gw)
+        except UnsupportedSparkVersionError as e:
+            print("REFUSED", e)
+    """ % other))
+    assert "REFUSED The spark-checkpoint-storage jar" in out
+    assert "is built for Spark %s (Scala %s)" % other in out
+    assert "--packages io.sparkcheckpointstorage:spark-checkpoint-storage-spark%s_%s:%s" % (
+        line, scala, spark_checkpoint_storage.__version__) in out
 
 
 def test_wheel_built_from_repo_contains_jar(tmp_path):
@@ -42,8 +85,9 @@ def test_wheel_built_from_repo_contains_jar(tmp_path):
     assert len(wheels) == 1
     with zipfile.ZipFile(wheels[0]) as z:
         names = z.namelist()
-    assert "spark_checkpoint_storage/jars/%s-%s.jar" % (
-        ARTIFACT_ID, spark_checkpoint_storage.__version__) in names
+    for line, scala in SUPPORTED_SPARK_LINES:
+        assert "spark_checkpoint_storage/jars/%s-%s.jar" % (
+            artifact_id(line, scala), spark_checkpoint_storage.__version__) in names
     assert "spark_checkpoint_storage/java_gateway.py" in names
 
 
@@ -146,12 +190,12 @@ def test_jar_reaches_executor_jvms_on_local_cluster(subproc):
         assert version == spark_checkpoint_storage.__version__
         # Each executor loads its own fetched copy, not the driver's file.
         assert location != "file:%s" % bundled_jar_path()
-        assert location.endswith("%s-%s.jar" % (ARTIFACT_ID, version))
+        assert location.endswith("%s-%s.jar" % (artifact_id(), version))
 
 
 @pytest.mark.parametrize("how", ["packages", "jars"])
 def test_spark_submit_with_packages_or_jars(subproc, tmp_path, how):
-    coordinate = "%s:%s:%s" % (GROUP_ID, ARTIFACT_ID, spark_checkpoint_storage.__version__)
+    coordinate = "%s:%s:%s" % (GROUP_ID, artifact_id(), spark_checkpoint_storage.__version__)
     if how == "packages":
         # Resolved from the local Maven repository that dev/build-jar published to.
         args = ["--packages", coordinate, "--conf", "spark.jars.ivy=%s" % (tmp_path / "ivy")]
@@ -164,4 +208,4 @@ def test_spark_submit_with_packages_or_jars(subproc, tmp_path, how):
     assert {v for v, _ in lines} == {spark_checkpoint_storage.__version__}
     if how == "packages":
         assert (tmp_path / "ivy" / "jars" / ("%s_%s-%s.jar" % (
-            GROUP_ID, ARTIFACT_ID, spark_checkpoint_storage.__version__))).exists()
+            GROUP_ID, artifact_id(), spark_checkpoint_storage.__version__))).exists()

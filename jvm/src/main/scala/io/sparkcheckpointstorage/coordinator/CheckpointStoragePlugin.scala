@@ -21,6 +21,9 @@ class CheckpointStoragePlugin extends SparkPlugin {
     private var coordinator: CheckpointCoordinator = _
 
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+      // A jar of another Spark line would fail at the first stateful batch with an
+      // AbstractMethodError: fail at start instead, naming the right artifact.
+      io.sparkcheckpointstorage.BuildInfo.checkSparkLine()
       val key = CheckpointStorageOptions.DriverMaxTotalInlineSize
       val maxHeld = sc.getConf.getOption(key).map(CheckpointStorageOptions.parseBytes(key, _))
         .getOrElse(Runtime.getRuntime.maxMemory / 4)

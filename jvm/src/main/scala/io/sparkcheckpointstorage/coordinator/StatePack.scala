@@ -117,8 +117,7 @@ object StatePack {
   }
 
   def readAll(in: InputStream): Array[Byte] = {
-    val out = new ByteArrayOutputStream()
-    in.transferTo(out)
-    out.toByteArray
+    // commons-io (shipped with every Spark): InputStream.readAllBytes is Java 9+.
+    org.apache.commons.io.IOUtils.toByteArray(in)
   }
 }

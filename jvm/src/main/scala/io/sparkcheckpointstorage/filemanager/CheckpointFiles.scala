@@ -8,8 +8,8 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
-import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager
+import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
+import io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager
 
 /**
  * File operations of the checkpoint storages on any Hadoop file system, with the local file
@@ -57,7 +57,7 @@ object CheckpointFiles {
       val fs = path.getFileSystem(conf)
       try {
         val in = fs.open(path)
-        try Some(in.readAllBytes()) finally in.close()
+        try Some(org.apache.commons.io.IOUtils.toByteArray(in)) finally in.close()
       } catch { case _: FileNotFoundException => None }
     }
   }

@@ -5,7 +5,7 @@ import java.io.{BufferedOutputStream, ByteArrayOutputStream, OutputStream}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, DeleteInline, PutInline}
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, FileSystemCheckpointStorage, Placement, StateSizeLimitException}

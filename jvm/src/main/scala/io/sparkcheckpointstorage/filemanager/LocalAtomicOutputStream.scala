@@ -6,7 +6,7 @@ import java.util.UUID
 
 import org.apache.hadoop.fs.{FileAlreadyExistsException => HadoopFileAlreadyExists}
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 
 /**
  * Writes a local file atomically with plain JDK calls: a hidden temp file, fsync, then a

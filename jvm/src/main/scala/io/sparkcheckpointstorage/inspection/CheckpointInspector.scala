@@ -79,7 +79,7 @@ object CheckpointInspector {
       val versions = files.map(_._2)
       row.put("minVersion", versions.map(_.version).min)
       row.put("maxVersion", versions.map(_.version).max)
-      row.put("latestSnapshotVersion", versions.filter(_.snapshot).map(v => Long.box(v.version)).maxOption.orNull)
+      row.put("latestSnapshotVersion", versions.filter(_.snapshot).map(v => Long.box(v.version)).reduceOption((a, b) => if (a >= b) a else b).orNull)
       val from = restorableFrom(versions.toSeq)
       row.put("restorableFromVersion", from.map(Long.box).orNull)
       from.foreach(v => restorableFromBatch = math.max(restorableFromBatch, v - 1))

@@ -159,7 +159,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
   private def readReal(path: Path): Option[Array[Byte]] =
     try {
       val in = fs.open(path)
-      try Some(in.readAllBytes()) finally in.close()
+      try Some(org.apache.commons.io.IOUtils.toByteArray(in)) finally in.close()
     } catch { case _: FileNotFoundException => None }
 
   /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */

@@ -404,7 +404,7 @@ object CompactRowMap {
    * user puts, in input order, fill such a map; a live map that starts from a batch's
    * changes or a delta takes this seed too, through [[CompactRowMap#prepareFor]].
    */
-  val ChangesSeed: Int = 0x5EED_DE17
+  val ChangesSeed: Int = 0x5EEDDE17
 
   /** Slots for `n` keys within the 3/4 load limit, so filling them never rehashes. */
   private def slotsFor(n: Int): Int = {

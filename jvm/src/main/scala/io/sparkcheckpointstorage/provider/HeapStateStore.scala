@@ -5,7 +5,6 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.types.StructType
 
 import io.sparkcheckpointstorage.storage.StateSizeLimitException
 
@@ -28,7 +27,7 @@ private[provider] final class HeapStateStore(
     base: LiveState,
     override val version: Long,
     writable: Boolean,
-    forceSnapshotOnCommit: Boolean) extends StateStore {
+    forceSnapshotOnCommit: Boolean) extends StateStoreApi {
   import HeapStateStore._
   import HeapStateStoreProvider.{unsupported, CustomMetrics}
 
@@ -62,25 +61,14 @@ private[provider] final class HeapStateStore(
 
   override def id: StateStoreId = provider.stateStoreId
 
-  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
-    checkFamily(colFamilyName)
+  override def getRow(key: UnsafeRow): UnsafeRow = {
     require(key != null, "Key cannot be null")
     val changed = changes.get(key)
     if (changed == null) base.map.get(key) else if (changed eq CompactRowMap.Removed) null else changed
   }
 
-  /** The values of `keys`, in order, null for an absent key; each read when reached. */
-  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
-    checkFamily(colFamilyName)
-    keys.iterator.map(get(_, colFamilyName))
-  }
-
-  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
-    throw unsupported("multiple values per key (valuesIterator)")
-
-  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+  override def putRow(key: UnsafeRow, value: UnsafeRow): Unit = {
     checkWritable("put")
-    checkFamily(colFamilyName)
     require(key != null, "Key cannot be null")
     require(value != null, "Cannot put a null value")
     val changed = changes.get(key)
@@ -100,9 +88,8 @@ private[provider] final class HeapStateStore(
     numNewKeys += 1
   }
 
-  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+  override def removeRow(key: UnsafeRow): Unit = {
     checkWritable("remove")
-    checkFamily(colFamilyName)
     require(key != null, "Key cannot be null")
     if (exists(key)) {
       numKeys -= 1
@@ -116,11 +103,10 @@ private[provider] final class HeapStateStore(
     if (changed == null) base.map.contains(key) else changed ne CompactRowMap.Removed
   }
 
-  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    checkFamily(colFamilyName)
-    if (numKeys == 0) return new StateStoreIterator(Iterator.empty)
+  override def rowPairs(): Iterator[UnsafeRowPair] = {
+    if (numKeys == 0) return Iterator.empty
     val pair = new UnsafeRowPair()
-    new StateStoreIterator(new LiveIterator().map { case (k, v) => pair.withRows(k, v) })
+    new LiveIterator().map { case (k, v) => pair.withRows(k, v) }
   }
 
   /**
@@ -158,8 +144,7 @@ private[provider] final class HeapStateStore(
     }
   }
 
-  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    checkFamily(colFamilyName)
+  override def prefixRowPairs(prefixKey: UnsafeRow): Iterator[UnsafeRowPair] = {
     val index = base.prefixIndex.getOrElse(throw new UnsupportedOperationException(
       "prefixScan needs the state store to be created with PrefixKeyScanStateEncoderSpec"))
     val fromBase = index.keys(prefixKey).filter(k => !changes.contains(k)).map(k => (k, base.map.get(k)))
@@ -168,34 +153,10 @@ private[provider] final class HeapStateStore(
       if (v == null || (v eq CompactRowMap.Removed)) None else Some((k, v))
     }.toArray
     val pair = new UnsafeRowPair()
-    new StateStoreIterator((fromBase ++ fromChanges.iterator).map { case (k, v) => pair.withRows(k, v) })
+    (fromBase ++ fromChanges.iterator).map { case (k, v) => pair.withRows(k, v) }
   }
 
-  override def prefixScanWithMultiValues(prefixKey: UnsafeRow,
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    throw unsupported("multiple values per key (prefixScanWithMultiValues)")
-
-  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    throw unsupported("multiple values per key (iteratorWithMultiValues)")
-
-  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    throw unsupported("multiple values per key (putList)")
-
-  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
-    throw unsupported("multiple values per key (merge)")
-
-  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
-    throw unsupported("multiple values per key (mergeList)")
-
-  override def allColumnFamilyNames: Set[String] = Set(StateStore.DEFAULT_COL_FAMILY_NAME)
-
-  override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType,
-      valueSchema: StructType, keyStateEncoderSpec: KeyStateEncoderSpec,
-      useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
-    throw unsupported("column families (createColFamilyIfAbsent)")
-
-  override def removeColFamilyIfExists(colFamilyName: String): Boolean =
-    throw unsupported("column families (removeColFamilyIfExists)")
+  override def unsupportedOperation(what: String): UnsupportedOperationException = unsupported(what)
 
   /**
    * Makes the changes durable and applies them. A failure is Spark's
@@ -230,7 +191,7 @@ private[provider] final class HeapStateStore(
     changesGeneration += 1
   }
 
-  override def release(): Unit = {
+  override def releaseStore(): Unit = {
     if (state == Updating) state = Released
   }
 
@@ -246,12 +207,12 @@ private[provider] final class HeapStateStore(
     StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes, custom)
   }
 
-  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = {
+  override def committedVersion: Long = {
     if (state != Committed) {
       throw new IllegalStateException(s"Cannot get checkpoint info of state store " +
         s"${provider.describe} version $version: it has not committed")
     }
-    StateStoreCheckpointInfo(id.partitionId, newVersion, None, None)
+    newVersion
   }
 
   override def toString: String =
@@ -262,10 +223,6 @@ private[provider] final class HeapStateStore(
     if (state != Updating) {
       throw new IllegalStateException(s"Cannot $op: $this has already ${state.name}")
     }
-  }
-
-  private def checkFamily(name: String): Unit = {
-    if (name != StateStore.DEFAULT_COL_FAMILY_NAME) throw unsupported(s"column family '$name'")
   }
 }
 

@@ -9,10 +9,9 @@ import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
 import org.apache.spark.{SparkConf, SparkEnv}
-import org.apache.spark.checkpointstorage.ChangeFeedReplay
 import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.sparkcheckpointstorage.sparkapi.{closeFileManager, CheckpointFileManager}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -26,7 +25,7 @@ import org.apache.spark.sql.types.StructType
  *
  * Set it with `spark.sql.streaming.stateStore.providerClass=` + [[HeapStateStoreProvider.ClassName]].
  */
-class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
+class HeapStateStoreProvider extends StateStoreProviderApi {
   import HeapStateStoreProvider._
 
   private var _id: StateStoreId = _
@@ -47,27 +46,15 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   private var rowFormatValidated = false
   @volatile private var lastCleanupVersion = -1L
 
-  override def init(
+  override protected def initialize(
       stateStoreId: StateStoreId,
       keySchema: StructType,
       valueSchema: StructType,
-      keyStateEncoderSpec: KeyStateEncoderSpec,
-      useColumnFamilies: Boolean,
+      prefixColumns: Option[Int],
       storeConfs: StateStoreConf,
-      hadoopConf: Configuration,
-      useMultipleValuesPerKey: Boolean,
-      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
-    if (useColumnFamilies) throw unsupported("column families (used by transformWithState)")
-    if (useMultipleValuesPerKey) throw unsupported("multiple values per key (used by transformWithState)")
-    if (storeConfs.enableStateStoreCheckpointIds) {
-      throw unsupported(s"state store checkpoint format version ${storeConfs.stateStoreCheckpointFormatVersion}; " +
-        "set spark.sql.streaming.stateStore.checkpointFormatVersion=1")
-    }
-    prefixCols = keyStateEncoderSpec match {
-      case _: NoPrefixKeyStateEncoderSpec => None
-      case p: PrefixKeyScanStateEncoderSpec => Some(p.numColsPrefixKey)
-      case other => throw unsupported(s"key encoding $other")
-    }
+      hadoopConf: Configuration): Unit = {
+    StateStoreBridge.unsupportedCheckpointFormat(storeConfs).foreach(what => throw unsupported(what))
+    this.prefixCols = prefixColumns
     this._id = stateStoreId
     this.keySchema = keySchema
     this.valueSchema = valueSchema
@@ -86,9 +73,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   override def toString: String = s"HeapStateStoreProvider[id = (op=${_id.operatorId}, " +
     s"part=${_id.partitionId}, store=${_id.storeName}), dir = ${files.dir}]"
 
-  override def getStore(
+  override protected def openStore(
       version: Long,
-      stateStoreCkptId: Option[String],
       forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore = synchronized {
     checkVersion(version)
@@ -100,7 +86,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     new HeapStateStore(this, live, version, writable = true, forceSnapshotOnCommit)
   }
 
-  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore = synchronized {
+  override protected def openReadStore(version: Long): ReadStateStore = synchronized {
     checkVersion(version)
     if (live.version == version || live.version < version ||
         (live.version == version + 1 && live.canRollBack)) {
@@ -150,8 +136,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
       bytesWritten += writeSnapshot()
       filesWritten += 1
     }
-    // Spark 4.3 checks, before the batch commits, that every store of the batch committed.
-    if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(newVersion, _id, hadoopConf)
+    // Spark 4.1+ checks, before the batch commits, that every store of the batch committed.
+    StateStoreBridge.reportCommit(storeConf, newVersion, _id, hadoopConf)
     CommitStats(filesWritten, bytesWritten,
       TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
   }
@@ -249,7 +235,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
 
   private def validateRowFormat(key: UnsafeRow, value: UnsafeRow): Unit = {
     if (!rowFormatValidated) {
-      StateStoreProvider.validateStateRowFormat(key, keySchema, value, valueSchema, _id, storeConf)
+      StateStoreBridge.validateRowFormat(key, keySchema, value, valueSchema, _id, storeConf)
       rowFormatValidated = true
     }
   }
@@ -263,12 +249,10 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
    * The state at `endVersion` rebuilt from the snapshot of `snapshotVersion` and the deltas
    * after it (the state data source's `snapshotStartBatchId`).
    */
-  override def replayStateFromSnapshot(
+  override protected def replay(
       snapshotVersion: Long,
       endVersion: Long,
-      readOnly: Boolean,
-      snapshotVersionStateStoreCkptId: Option[String],
-      endVersionStateStoreCkptId: Option[String]): StateStore = synchronized {
+      readOnly: Boolean): StateStore = synchronized {
     checkVersion(snapshotVersion)
     if (endVersion < snapshotVersion) {
       throw new IllegalArgumentException(s"End version $endVersion is before snapshot version $snapshotVersion")
@@ -299,25 +283,23 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
 
   /**
    * The changes of versions `startVersion` to `endVersion` as the state data source's change
-   * feed reads them: (record type, key, value or null, batch id = version - 1).
+   * feed reads them, each with its batch id (version - 1).
    */
-  override protected def changeRecords(startVersion: Long, endVersion: Long,
-      colFamilyNameOpt: Option[String]): Iterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
+  override protected def changes(startVersion: Long, endVersion: Long): Iterator[StateChange] = {
     if (startVersion < 1) throw new IllegalArgumentException(s"Start version $startVersion must be at least 1")
-    colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach(cf => throw unsupported(s"column family '$cf'"))
     val changes = (startVersion to endVersion).iterator.flatMap { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
         throw StateStoreErrorsBridge.stateFileMissing(delta,
           s"Cannot read the changes of version $v of state store $describe: the state file $delta is missing")
       }
-      val records = ArrayBuffer[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]()
+      val records = ArrayBuffer[StateChange]()
       val in = fm.open(delta)
       try {
         StateFileFormat.read(in, delta.toString, StateFileKind.Delta, v, keySchema.length,
           valueSchema.length, sparkConf)(
-          (k, value) => records += ((RecordType.PUT_RECORD, k.copy(), value.copy(), v - 1)),
-          k => records += ((RecordType.DELETE_RECORD, k.copy(), null, v - 1)))
+          (k, value) => records += StateChange(k.copy(), value.copy(), v - 1),
+          k => records += StateChange(k.copy(), null, v - 1))
       } finally {
         in.close()
       }
@@ -327,8 +309,8 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   }
 
   override def doMaintenance(): Unit = {
-    doSnapshotMaintenance()
-    doCleanupMaintenance()
+    snapshotMaintenance()
+    cleanupMaintenance()
   }
 
   /**
@@ -336,7 +318,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
    * Never throws: Spark unloads a provider whose maintenance fails, and a missed snapshot
    * only means a longer replay, retried at the next interval.
    */
-  override def doSnapshotMaintenance(): Unit = synchronized {
+  override protected def snapshotMaintenance(): Unit = synchronized {
     try snapshotIfDue() catch {
       case NonFatal(e) => log.warn(s"Snapshot maintenance of $describe failed; will retry", e)
     }
@@ -354,7 +336,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
   }
 
   /** Deletes files not needed to restore the last `minBatchesToRetain` versions; never throws. */
-  override def doCleanupMaintenance(): Unit = {
+  override protected def cleanupMaintenance(): Unit = {
     try cleanup() catch {
       case NonFatal(e) => log.warn(s"Cleanup maintenance of $describe failed; will retry", e)
     }
@@ -364,7 +346,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
     if (files == null || live == null) return
     // Listing a directory is not free (on Hadoop's local file system, a process per file
     // without its native library): look again only once enough versions have accumulated.
-    val step = math.max(1L, storeConf.minVersionsToDelete)
+    val step = math.max(1L, StateStoreBridge.minVersionsToDelete(storeConf))
     if (lastCleanupVersion >= 0 && live.version - lastCleanupVersion < step) return
     lastCleanupVersion = live.version
     val all = files.list()
@@ -383,7 +365,7 @@ class HeapStateStoreProvider extends StateStoreProvider with ChangeFeedReplay {
 
   override def close(): Unit = synchronized {
     if (live != null) live.reset(-1)
-    if (fm != null) fm.close()
+    if (fm != null) closeFileManager(fm)
   }
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = CustomMetrics.all

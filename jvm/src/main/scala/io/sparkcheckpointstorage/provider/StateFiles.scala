@@ -2,7 +2,7 @@ package io.sparkcheckpointstorage.provider
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 
 /** One of our state files: `<version>.heap-delta` or `<version>.heap-snapshot`. */
 final case class StateFile(version: Long, kind: StateFileKind, path: Path)
@@ -25,7 +25,7 @@ final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
       if (foreign.nonEmpty) {
         throw new IllegalStateException(s"The state directory $dir holds files of another state " +
           s"store provider (${foreign.sorted.take(3).mkString(", ")}): " +
-          s"${ForeignProviders.collectFirst { case (re, p) if foreign.exists(re.matches) => p }.get}. " +
+          s"${ForeignProviders.collectFirst { case (re, p) if foreign.exists(f => re.pattern.matcher(f).matches()) => p }.get}. " +
           "A checkpoint keeps the provider it was created with: restart this query with that " +
           "provider (spark.sql.streaming.stateStore.providerClass), or start it on a new " +
           "checkpoint location to use HeapStateStoreProvider.")

@@ -49,7 +49,10 @@ trait CheckpointStorage extends Serializable {
   def getSavepointPath: String = savepointPath.orNull
 
   /** [[toConf]] as a Java map. */
-  def toConfMap: java.util.Map[String, String] = scala.jdk.CollectionConverters.MapHasAsJava(toConf).asJava
+  def toConfMap: java.util.Map[String, String] = {
+    import scala.jdk.CollectionConverters._
+    toConf.asJava
+  }
 }
 
 /** A user storage named by class in `spark.sql.streaming.checkpointStorage`: needs a public no-arg constructor. */

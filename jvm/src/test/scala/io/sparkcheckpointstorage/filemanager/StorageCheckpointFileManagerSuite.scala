@@ -51,7 +51,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
 
   private def read(m: StorageCheckpointFileManager, name: String): Array[Byte] = {
     val in = m.open(statePath(name))
-    try in.readAllBytes() finally in.close()
+    try org.apache.commons.io.IOUtils.toByteArray(in) finally in.close()
   }
 
   private def commit(m: StorageCheckpointFileManager, batch: Long): Unit = {
@@ -159,7 +159,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     out.close()
     val other = new StorageCheckpointFileManager(new Path(withScheme, "state/0/0"), conf())
     val in = other.open(new Path(withScheme, "state/0/0/1.heap-delta"))
-    try assert(in.readAllBytes().toSeq == Seq.fill[Byte](20)(3)) finally in.close()
+    try assert(org.apache.commons.io.IOUtils.toByteArray(in).toSeq == Seq.fill[Byte](20)(3)) finally in.close()
     assert(CheckpointCoordinator.current().knownRoots == Seq(withScheme.toString))
     commit(m, 0)
     assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))

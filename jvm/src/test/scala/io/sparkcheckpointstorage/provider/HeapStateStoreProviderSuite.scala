@@ -35,14 +35,9 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     sqlConf.setConfString(SQLConf.MIN_BATCHES_TO_RETAIN.key, minVersionsToRetain.toString)
     // No streaming query, so no coordinator to report commits to.
     sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
-    val spec = prefixCols match {
-      case Some(n) => PrefixKeyScanStateEncoderSpec(keySchema, n)
-      case None => NoPrefixKeyStateEncoderSpec(keySchema)
-    }
     val p = new HeapStateStoreProvider()
-    p.init(StateStoreId(rootDir, 0, 0), keySchema, valueSchema, spec,
-      useColumnFamilies = false, new StateStoreConf(sqlConf), hadoopConf,
-      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+    ProviderTestApi.init(p, StateStoreId(rootDir, 0, 0), keySchema, valueSchema, prefixCols,
+      new StateStoreConf(sqlConf), hadoopConf)
     p
   }
 
@@ -66,7 +61,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(s0.metrics.numKeys == 2)
     assert(s0.commit() == 1)
     assert(s0.hasCommitted)
-    assert(s0.getStateStoreCheckpointInfo().batchVersion == 1)
+    assert(ProviderTestApi.checkpointInfoVersion(s0).forall(_ == 1))
 
     val s1 = p.getStore(1)
     s1.put(key("a", 1), value(10))
@@ -193,8 +188,8 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   /** Spark's error class for a missing state file, naming it, then what is missing. */
   private def assertMissingFile(e: SparkException, file: String): Unit = {
-    assert(e.getCondition == "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE", e.getMessage)
-    assert(e.getMessageParameters.get("fileToRead").endsWith(file))
+    ProviderTestApi.assertCondition(e, "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+      "fileToRead" -> (_.endsWith(file)))
     assert(e.getMessage.contains(new File(storeDir, file).getAbsolutePath + " does not exist"), e.getMessage)
     assert(e.getMessage.contains(s"$file is missing and no snapshot"), e.getMessage)
   }
@@ -211,9 +206,9 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("a negative version is Spark's UNEXPECTED_VERSION error") {
     val p = newProvider()
     for (get <- Seq[Long => Any](p.getStore(_), p.getReadStore(_))) {
-      val e = intercept[SparkException](get(-1))
-      assert(e.getCondition == "CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION")
-      assert(e.getMessageParameters.get("version") == "-1")
+      val e = intercept[Exception](get(-1))
+      assert(e.getMessage.contains("Version cannot be -1 because it is less than 0"), e.getMessage)
+      ProviderTestApi.assertCondition(e, "CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION", "version" -> (_ == "-1"))
     }
     p.close()
   }
@@ -227,7 +222,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     val s = p.getStore(0)
     s.put(key("a", 0), value(0))
     val e = intercept[SparkException](s.commit())
-    assert(e.getCondition == "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
+    ProviderTestApi.assertCondition(e, "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
     assert(e.getMessage.contains("Error writing state store files"), e.getMessage)
     assert(e.getMessage.contains("HeapStateStore"), e.getMessage)
     assert(e.getMessage.contains("operatorId=0") && e.getMessage.contains("partitionId=0"), e.getMessage)
@@ -276,19 +271,6 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     p.close()
   }
 
-  test("multiGet answers each key in order, null for absent ones") {
-    val p = newProvider()
-    commitVersion(p, 0, Seq(("a", 1) -> 1L, ("b", 2) -> 2L))
-    val s = p.getStore(1)
-    s.put(key("c", 3), value(3))
-    s.remove(key("b", 2))
-    val got = s.multiGet(Array(key("a", 1), key("b", 2), key("c", 3), key("d", 4)),
-      StateStore.DEFAULT_COL_FAMILY_NAME).map(v => Option(v).map(valueOf)).toSeq
-    assert(got == Seq(Some(1L), None, Some(3L), None))
-    s.abort()
-    p.close()
-  }
-
   test("state written by Spark's default provider is refused with the provider's name") {
     storeDir.mkdirs()
     Files.write(new File(storeDir, "1.delta").toPath, Array[Byte](1, 2, 3))
@@ -302,17 +284,6 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     commitVersion(p, 0, Seq(("a", 1) -> 1L))
     p.close()
     assertMissingFile(intercept[SparkException](newProvider().getStore(5)), "2.heap-delta")
-  }
-
-  test("unsupported features name the provider to use instead") {
-    val p = new HeapStateStoreProvider()
-    val e = intercept[UnsupportedOperationException] {
-      p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema,
-        NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = true, new StateStoreConf(),
-        new Configuration(), useMultipleValuesPerKey = false, stateSchemaProvider = None)
-    }
-    assert(e.getMessage.contains("column families"))
-    assert(e.getMessage.contains("RocksDBStateStoreProvider"))
   }
 }
 

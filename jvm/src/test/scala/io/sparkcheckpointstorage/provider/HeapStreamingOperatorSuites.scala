@@ -8,7 +8,7 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.streaming._
 
 /**
- * Spark's streaming operator suites (spark-sql 4.2.0 `tests` jar) with
+ * Spark's streaming operator suites (the line's spark-sql `tests` jar) with
  * [[HeapStateStoreProvider]] as the state store provider, the way Spark runs them on RocksDB
  * (`RocksDBStateStoreTest`): every test body runs inside
  * `withSQLConf(spark.sql.streaming.stateStore.providerClass -> HeapStateStoreProvider)`.
@@ -49,40 +49,3 @@ class HeapStreamingAggregationSuite extends StreamingAggregationSuite with HeapS
 class HeapStreamingDeduplicationSuite extends StreamingDeduplicationSuite with HeapStateStoreTest
 
 class HeapFlatMapGroupsWithStateSuite extends FlatMapGroupsWithStateSuite with HeapStateStoreTest
-
-/**
- * Spark's join suites dispatch each test themselves (RocksDB with virtual column families,
- * or RocksDB and HDFS without): replace that dispatch with one run on our provider, with
- * join state format 2 (four state stores per partition, no column families).
- */
-trait HeapStreamingJoinTest extends StreamingJoinSuite {
-  override protected def testMode: Mode = Mode.WithoutVCF
-
-  protected def notApplicable: Seq[(String, String)] = Nil
-
-  override protected def test(testName: String, testTags: Tag*)(testBody: => Any)
-      (implicit pos: Position): Unit =
-    testWithoutVirtualColumnFamilyJoins(testName, testTags: _*)(testBody)
-
-  override def testWithoutVirtualColumnFamilyJoins(testName: String, testTags: Tag*)
-      (testBody: => Any): Unit = {
-    SparkTestCompat.skipReason(notApplicable, testName) match {
-      case Some(reason) =>
-        ignore(s"$testName (HeapStateStore) [skipped: $reason]", testTags: _*)(())
-      case None =>
-        super.testWithoutVirtualColumnFamilyJoins(testName + " (HeapStateStore)", testTags: _*) {
-          withSQLConf(SQLConf.STATE_STORE_PROVIDER_CLASS.key -> HeapStateStoreProvider.ClassName) {
-            SparkTestCompat.guard(testBody)
-          }
-        }
-    }
-  }
-}
-
-class HeapStreamingInnerJoinSuite extends StreamingInnerJoinSuite with HeapStreamingJoinTest
-
-class HeapStreamingOuterJoinSuite extends StreamingOuterJoinSuite with HeapStreamingJoinTest
-
-class HeapStreamingFullOuterJoinSuite extends StreamingFullOuterJoinSuite with HeapStreamingJoinTest
-
-class HeapStreamingLeftSemiJoinSuite extends StreamingLeftSemiJoinSuite with HeapStreamingJoinTest

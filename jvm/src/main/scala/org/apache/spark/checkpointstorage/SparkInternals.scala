@@ -22,24 +22,3 @@ final class IteratorAsNextIterator[T](underlying: Iterator[T], onClose: () => Un
   }
   override protected def close(): Unit = onClose()
 }
-
-/**
- * `SupportsFineGrainedReplay` whose change reader is a plain iterator: the trait's return
- * type is `private[spark]`, so the override must be declared in this package.
- */
-trait ChangeFeedReplay extends org.apache.spark.sql.execution.streaming.state.SupportsFineGrainedReplay {
-  import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-  import org.apache.spark.sql.execution.streaming.state.RecordType
-
-  /** (record type, key, value or null, batch id) of versions `startVersion` to `endVersion`. */
-  protected def changeRecords(startVersion: Long, endVersion: Long,
-      colFamilyNameOpt: Option[String]): Iterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]
-
-  override def getStateStoreChangeDataReader(
-      startVersion: Long,
-      endVersion: Long,
-      colFamilyNameOpt: Option[String],
-      endVersionStateStoreCkptId: Option[String])
-    : org.apache.spark.util.NextIterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] =
-    new IteratorAsNextIterator(changeRecords(startVersion, endVersion, colFamilyNameOpt), () => ())
-}

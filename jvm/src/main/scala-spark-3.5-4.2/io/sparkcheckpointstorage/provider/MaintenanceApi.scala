@@ -1,0 +1,4 @@
+package io.sparkcheckpointstorage.provider
+
+/** Up to Spark 4.2, maintenance is `doMaintenance` alone. */
+trait MaintenanceApi

@@ -1,0 +1,77 @@
+package io.sparkcheckpointstorage.provider
+
+import scala.util.Random
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+
+/** Spark 4.2+'s `StateStoreSuiteBase` on [[HeapStateStoreProvider]] (4.3 runs 4.2.0's). */
+class HeapStateStoreSuite extends HeapStateStoreSuiteSetup {
+  import StateStoreTestsHelper._
+
+  def newStoreProvider(
+      opId: Long,
+      partition: Int,
+      keyStateEncoderSpec: KeyStateEncoderSpec = NoPrefixKeyStateEncoderSpec(keySchema),
+      keySchema: StructType = keySchema,
+      dir: String = newDir(),
+      sqlConfOpt: Option[SQLConf] = None,
+      minDeltasForSnapshot: Int = SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.defaultValue.get,
+      numOfVersToRetainInMemory: Int = SQLConf.MAX_BATCHES_TO_RETAIN_IN_MEMORY.defaultValue.get,
+      hadoopConf: Configuration = new Configuration): HeapStateStoreProvider = {
+    val prefixCols = keyStateEncoderSpec match {
+      case p: PrefixKeyScanStateEncoderSpec => Some(p.numColsPrefixKey)
+      case _ => None
+    }
+    createProvider(opId, partition, keySchema, prefixCols, dir,
+      sqlConfOpt.getOrElse(getDefaultSQLConf(minDeltasForSnapshot, numOfVersToRetainInMemory)), hadoopConf)
+  }
+
+  override def newStoreProvider(): HeapStateStoreProvider =
+    newStoreProvider(opId = Random.nextInt(), partition = 0)
+
+  override def newStoreProvider(storeId: StateStoreId): HeapStateStoreProvider =
+    newStoreProvider(storeId.operatorId, storeId.partitionId, dir = storeId.checkpointRootLocation)
+
+  override def newStoreProvider(storeId: StateStoreId, useColumnFamilies: Boolean): HeapStateStoreProvider =
+    newStoreProvider(storeId)
+
+  override def newStoreProvider(storeId: StateStoreId, conf: Configuration): HeapStateStoreProvider =
+    newStoreProvider(storeId.operatorId, storeId.partitionId, dir = storeId.checkpointRootLocation,
+      hadoopConf = conf)
+
+  override def newStoreProvider(minDeltasForSnapshot: Int, numOfVersToRetainInMemory: Int): HeapStateStoreProvider =
+    newStoreProvider(opId = Random.nextInt(), partition = 0,
+      minDeltasForSnapshot = minDeltasForSnapshot, numOfVersToRetainInMemory = numOfVersToRetainInMemory)
+
+  override def newStoreProvider(keySchema: StructType, keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean): HeapStateStoreProvider =
+    newStoreProvider(opId = Random.nextInt(), partition = 0, keyStateEncoderSpec = keyStateEncoderSpec,
+      keySchema = keySchema)
+
+  override def newStoreProvider(useColumnFamilies: Boolean): HeapStateStoreProvider = newStoreProvider()
+
+  override def newStoreProviderWithClonedConf(storeId: StateStoreId): HeapStateStoreProvider =
+    newStoreProvider(storeId.operatorId, storeId.partitionId, dir = storeId.checkpointRootLocation,
+      sqlConfOpt = Some(cloneSQLConf()))
+
+  override def newStoreProviderNoInit(): HeapStateStoreProvider = new HeapStateStoreProvider
+
+  override def getLatestData(storeProvider: HeapStateStoreProvider,
+      useColumnFamilies: Boolean = false): Set[((String, Int), Int)] =
+    dataAt(storeProvider, latestVersion(storeProvider))
+
+  override def getData(provider: HeapStateStoreProvider, version: Int,
+      useColumnFamilies: Boolean = false): Set[((String, Int), Int)] =
+    if (version < 0) getLatestData(provider, useColumnFamilies) else dataAt(provider, version)
+
+  override def getDefaultSQLConf(minDeltasForSnapshot: Int, numOfVersToRetainInMemory: Int): SQLConf = {
+    val sqlConf = baseSQLConf(minDeltasForSnapshot, numOfVersToRetainInMemory)
+    sqlConf.setConf(SQLConf.STREAMING_CHECKPOINT_FILE_CHECKSUM_ENABLED, SQLConf.get.checkpointFileChecksumEnabled)
+    sqlConf.setConf(SQLConf.STATE_STORE_ROW_CHECKSUM_ENABLED, SQLConf.get.stateStoreRowChecksumEnabled)
+    sqlConf
+  }
+}
