@@ -15,7 +15,7 @@ JARS = os.path.join(HERE, "python", "spark_checkpoint_storage", "jars")
 
 class BuildPyWithJar(build_py):
     def run(self) -> None:
-        if not glob.glob(os.path.join(JARS, "spark-checkpoint-storage_*.jar")):
+        if not glob.glob(os.path.join(JARS, "spark-checkpoint-storage-spark*.jar")):
             subprocess.check_call([os.path.join(HERE, "dev", "build-jar")], cwd=HERE)
         super().run()
 

@@ -33,8 +33,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage.java_gateway import get_gateway
 
         info = get_gateway().jvm.io.sparkcheckpointstorage.BuildInfo
-        print("python package %s, jar %s (built for Spark %s), loaded from %s"
-              % (__version__, info.version(), info.sparkVersion(), info.jarLocation()))
+        print("python package %s, jar %s (built for Spark %s, Scala %s), loaded from %s"
+              % (__version__, info.version(), info.sparkVersion(), info.scalaBinaryVersion(),
+                 info.jarLocation()))
         return 0
     if args.command == "demo":
         from spark_checkpoint_storage.demo import run_demo
