@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-import io.sparkcheckpointstorage.filemanager.StatePaths
+import io.sparkcheckpointstorage.packs.PackFiles
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
@@ -118,7 +118,7 @@ object Savepoints {
     case Numbered(_, b) => b.toLong <= batch
     case NumberedCrc(_, b) => b.toLong <= batch
     case CheckpointCoordinator.MarkerFile | ManifestFile => false
-    case rel if rel.startsWith(StatePaths.packDir("x").getName + "/") => false
+    case rel if rel.startsWith(PackFiles.DirName + "/") => false
     case rel if rel.startsWith("state/") =>
       // Batch N writes store version N + 1; later versions belong to uncommitted batches.
       CheckpointInspector.storeOf(rel).flatMap(s => CheckpointInspector.versionOf(s._4)).forall(_.version <= batch + 1)

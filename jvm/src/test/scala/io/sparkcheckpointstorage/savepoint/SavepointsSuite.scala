@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.coordinator.StatePack
+import io.sparkcheckpointstorage.packs.StatePack
 
 class SavepointsSuite extends AnyFunSuite {
   private val conf = new Configuration()
