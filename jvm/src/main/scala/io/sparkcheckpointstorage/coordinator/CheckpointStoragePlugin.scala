@@ -3,8 +3,6 @@ package io.sparkcheckpointstorage.coordinator
 import java.io.FileNotFoundException
 import java.util.{Collections, Map => JMap}
 
-import scala.util.control.NonFatal
-
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.SparkContext
@@ -27,33 +25,19 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 class CheckpointStoragePlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new DriverPlugin {
     private var coordinator: CheckpointCoordinator = _
+    private var endpoint: CoordinatorEndpoint = _
 
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
       val key = CheckpointStorageOptions.DriverMaxTotalInlineSize
       val maxHeld = sc.getConf.getOption(key).map(CheckpointStorageOptions.parseBytes(key, _))
         .getOrElse(Runtime.getRuntime.maxMemory / 4)
       coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
+      endpoint = new CoordinatorEndpoint(coordinator)
       CheckpointCoordinator.driverInstance = Some(coordinator)
       Collections.emptyMap()
     }
 
-    /**
-     * One request, decoded by [[MessageCodec]]: anything else, malformed or oversized is
-     * answered with a refusal of its kind. Never throws: this is the plugin's only RPC
-     * thread, shared by every query.
-     */
-    override def receive(message: AnyRef): AnyRef = {
-      val reply = try {
-        message match {
-          case bytes: Array[Byte] => coordinator.handle(MessageCodec.decodeRequest(bytes))
-          case other => throw new MalformedMessageException(s"Refused a checkpoint coordinator " +
-            s"message of type ${Option(other).map(_.getClass.getName).orNull}: requests are byte arrays.")
-        }
-      } catch {
-        case NonFatal(e) => CoordinatorFailures.toReply(e)
-      }
-      MessageCodec.encode(reply)
-    }
+    override def receive(message: AnyRef): AnyRef = endpoint.receive(message)
 
     override def shutdown(): Unit = {
       if (CheckpointCoordinator.driverInstance.contains(coordinator)) CheckpointCoordinator.driverInstance = None

@@ -78,8 +78,8 @@ object MessageCodec {
   }
 
   /** A request, or a [[MalformedMessageException]] saying why the bytes are not one. */
-  def decodeRequest(bytes: Array[Byte]): CoordinatorRequest = {
-    val r = new Reader(bytes)
+  def decodeRequest(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorRequest = {
+    val r = new Reader(bytes, maxBytes)
     val request = r.tag match {
       case Tag.Put =>
         PutInline(root = r.string(), relPath = r.string(), bytes = r.bytes(), storage = r.string(),
@@ -95,8 +95,8 @@ object MessageCodec {
   }
 
   /** A reply, or a [[MalformedMessageException]] saying why the bytes are not one. */
-  def decodeReply(bytes: Array[Byte]): CoordinatorReply = {
-    val r = new Reader(bytes)
+  def decodeReply(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorReply = {
+    val r = new Reader(bytes, maxBytes)
     val reply = r.tag match {
       case Tag.Done => Done
       case Tag.NotInline => NotInline
@@ -155,7 +155,7 @@ object MessageCodec {
   }
 
   /** Reads one message, checking each length against what is left before trusting it. */
-  private final class Reader(message: Array[Byte]) {
+  private final class Reader(message: Array[Byte], maxBytes: Int) {
     private val buf = ByteBuffer.wrap(message)
 
     def malformed(what: String): MalformedMessageException = new MalformedMessageException(
@@ -163,9 +163,9 @@ object MessageCodec {
         "executors and the driver must run the same spark-checkpoint-storage jar (spark.jars).")
 
     val tag: Byte = {
-      if (message.length > MaxMessageBytes) {
+      if (message.length > maxBytes) {
         throw new MalformedMessageException(s"Refused a checkpoint coordinator message of " +
-          s"${message.length} bytes: at most $MaxMessageBytes are accepted. A state file that large " +
+          s"${message.length} bytes: at most $maxBytes are accepted. A state file that large " +
           "does not belong in the driver: use the FileSystemCheckpointStorage (or lower " +
           "spark.sql.streaming.checkpointStorage.maxStateSize).")
       }
