@@ -8,6 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
 
 from conftest import assert_ok
 
@@ -281,6 +282,12 @@ def test_damaged_pack_fails_the_restart_naming_the_pack(spark, tmp_path, damage)
         assert "State pack " in message and os.path.basename(victim) in message, message[-3000:]
         if damage == "missing":
             assert "it is missing" in message
+        # The query's error carries the kind across the task and the RPC: Python gets the
+        # corrupt-checkpoint error naming the pack, not a bare IOException.
+        converted = convert_jvm_exception(err.value)
+        assert isinstance(converted, CorruptCheckpointException), (type(converted), message[-2000:])
+        assert converted.java_class == "io.sparkcheckpointstorage.packs.CorruptPackException"
+        assert os.path.basename(victim) in converted.getMessage()
     finally:
         spark.conf.unset(STORAGE)
 
