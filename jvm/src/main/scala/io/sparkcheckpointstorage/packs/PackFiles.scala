@@ -1,6 +1,6 @@
 package io.sparkcheckpointstorage.packs
 
-import java.io.{EOFException, FileNotFoundException}
+import java.io.{BufferedOutputStream, EOFException, FileNotFoundException}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -14,6 +14,7 @@ import io.sparkcheckpointstorage.files.CheckpointFiles
  */
 object PackFiles {
   val DirName = "state-packs"
+  private val WriteBufferSize = 256 * 1024
 
   def dir(root: String): Path = new Path(root, DirName)
 
@@ -32,7 +33,11 @@ object PackFiles {
     val target = path(root, seq)
     var index: PackIndex = null
     CheckpointFiles.writeAtomic(target, overwrite = false, conf) { out =>
-      index = StatePack.write(out, batchId, queryId, files, deleted)
+      // The index is many small fields: buffered, a pack is a few large writes, not a system
+      // call per field.
+      val buffered = new BufferedOutputStream(out, WriteBufferSize)
+      index = StatePack.write(buffered, batchId, queryId, files, deleted)
+      buffered.flush()
     }
     (target, index)
   }
