@@ -162,6 +162,25 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(q.prefixScan(prefix("a")).map(p => keyOf(p.key)).toSet == Set(("a", 2), ("a", 3)))
   }
 
+  test("memoryUsedBytes counts the prefix index of session windows too") {
+    val entries = (0 until 2000).map(i => (s"s${i % 100}", i) -> i.toLong)
+    def used(prefixCols: Option[Int], dir: String): Long = {
+      val p = newProvider(prefixCols = prefixCols, rootDir = new File(root, dir).getAbsolutePath)
+      commitVersion(p, 0, entries)
+      val store = p.getStore(1)
+      val bytes = store.metrics.memoryUsedBytes
+      store.abort()
+      p.close()
+      bytes
+    }
+    val plain = used(None, "plain")
+    val index = new PrefixIndex(keySchema, 1)
+    entries.foreach { case ((n, i), _) => index.add(key(n, i)) }
+    index.compactIfWasteful()
+    // The store also holds its own (empty) index of the batch's changed keys.
+    assert(used(Some(1), "prefixed") == plain + index.memoryBytes + new PrefixIndex(keySchema, 1).memoryBytes)
+  }
+
   test("a truncated delta fails the load with an error naming the file") {
     val p = newProvider()
     commitVersion(p, 0, (0 until 1000).map(i => ("key", i) -> i.toLong))
