@@ -195,8 +195,24 @@ private[coordinator] object RootState {
       .flatMap(b => QueryId.findFirstMatchIn(new String(b, StandardCharsets.UTF_8)).map(_.group(1)))
       .getOrElse("")
 
-  /** Rebuilds a root's inline files from its packs, oldest first. */
+  /**
+   * Rebuilds a root's inline files from its packs, oldest first. A pack that vanishes while
+   * they are read was obsolete (a running query's cleaner deletes only those, oldest first):
+   * the packs are listed and read again.
+   */
   def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
+    var attempt = 1
+    while (true) {
+      loadOnce(root, keepInHeap, storage, conf, lastAttempt = attempt == MaxLoadAttempts).foreach(s => return s)
+      attempt += 1
+    }
+    throw new IllegalStateException("unreachable")
+  }
+
+  private val MaxLoadAttempts = 3
+
+  private def loadOnce(root: String, keepInHeap: Boolean, storage: String, conf: Configuration,
+      lastAttempt: Boolean): Option[RootState] = {
     val state = new RootState(root, persistent = true, keepInHeap, storage)
     state.markerWritten = true
     val seqs = PackFiles.sequences(root, conf)
@@ -208,7 +224,10 @@ private[coordinator] object RootState {
     }
     seqs.foreach { seq =>
       val path = PackFiles.path(root, seq)
-      val index = PackFiles.readIndex(path, conf)
+      val index = PackFiles.readIndex(path, conf).getOrElse {
+        if (!lastAttempt) return None
+        throw CorruptPackException(path.toString, "it disappeared while being read, again and again")
+      }
       val expected = state.queryId(conf)
       if (index.queryId.nonEmpty && expected.nonEmpty && index.queryId != expected) {
         throw CorruptPackException(path.toString, s"it belongs to query ${index.queryId}, but " +
@@ -217,6 +236,6 @@ private[coordinator] object RootState {
       state.replay(seq, path, index)
     }
     CheckpointCoordinator.log.info(s"Restored ${state.fileCount} inline state files of $root from ${seqs.size} packs")
-    state
+    Some(state)
   }
 }

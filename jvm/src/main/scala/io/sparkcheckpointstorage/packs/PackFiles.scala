@@ -42,12 +42,9 @@ object PackFiles {
     (target, index)
   }
 
-  /** The index of the pack at `path`; fails naming it when it is gone or unreadable. */
-  def readIndex(path: Path, conf: Configuration): PackIndex = {
-    val bytes = CheckpointFiles.readSmall(path, conf).getOrElse(
-      throw CorruptPackException(path.toString, "it disappeared while being read"))
-    StatePack.readIndex(bytes, path.toString)
-  }
+  /** The index of the pack at `path`, None when it is gone; fails naming it when unreadable. */
+  def readIndex(path: Path, conf: Configuration): Option[PackIndex] =
+    CheckpointFiles.readSmall(path, conf).map(StatePack.readIndex(_, path.toString))
 
   /**
    * The bytes of `relPath`, `length` bytes at `offset` of `pack`, checked against `crc`.
