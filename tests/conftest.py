@@ -45,6 +45,25 @@ class Subprocess:
                               env=self.env(), cwd=str(self.tmp_path))
 
 
+@pytest.fixture(scope="module")
+def spark(request):
+    """The Spark session of a test module: ``local[2]``, no UI, configured by
+    ``configure_spark_with_checkpoint_storage`` (our jar, plugin, listener, provider and file
+    manager, unless the module names others), plus the settings in the module's
+    ``SPARK_CONF`` dict; stopped after the module. One definition for every module."""
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+
+    builder = (SparkSession.builder.master("local[2]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in getattr(request.module, "SPARK_CONF", {}).items():
+        builder = builder.config(key, value)
+    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def subproc(tmp_path) -> Subprocess:
     return Subprocess(tmp_path)

@@ -36,9 +36,16 @@ def test_driver_constant():
 
 
 def test_create_driver_checkpoint_storage():
-    assert DriverCheckpointStorage() is not None
-    assert DriverCheckpointStorage("file://var/checkpoints/") is not None
-    assert DriverCheckpointStorage("file://var/checkpoints/", 10000000) is not None
+    """Each constructor keeps what it was given and defaults the rest."""
+    default = DriverCheckpointStorage()
+    assert (default.get_checkpoint_path(), default.get_max_state_size()) == (
+        None, DriverCheckpointStorage.DEFAULT_MAX_STATE_SIZE)
+    with_path = DriverCheckpointStorage("file://var/checkpoints/")
+    assert (with_path.get_checkpoint_path(), with_path.get_max_state_size()) == (
+        "file://var/checkpoints", DriverCheckpointStorage.DEFAULT_MAX_STATE_SIZE)
+    with_size = DriverCheckpointStorage("file://var/checkpoints/", 10000000)
+    assert (with_size.get_checkpoint_path(), with_size.get_max_state_size()) == (
+        "file://var/checkpoints", 10000000)
 
 
 def test_driver_get_max_state_size():
@@ -83,9 +90,17 @@ def test_fs_constants():
 
 
 def test_create_fs_checkpoint_storage():
-    assert FileSystemCheckpointStorage("file://var/checkpoints/") is not None
-    assert FileSystemCheckpointStorage("file://var/checkpoints/", 2048) is not None
-    assert FileSystemCheckpointStorage("file://var/checkpoints/", 2048, 4096) is not None
+    """Each constructor keeps what it was given and defaults the rest."""
+    def settings(storage):
+        return (storage.get_checkpoint_path(), storage.get_min_file_size_threshold(),
+                storage.get_write_buffer_size())
+
+    assert settings(FileSystemCheckpointStorage("file://var/checkpoints/")) == (
+        "file://var/checkpoints", FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD, 20480)
+    assert settings(FileSystemCheckpointStorage("file://var/checkpoints/", 2048)) == (
+        "file://var/checkpoints", 2048, 4096)
+    assert settings(FileSystemCheckpointStorage("file://var/checkpoints/", 2048, 8192)) == (
+        "file://var/checkpoints", 2048, 8192)
 
 
 def test_fs_get_min_file_size_threshold():

@@ -8,10 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
 from spark_checkpoint_storage.checkpoint_storage import (
     DriverCheckpointStorage,
@@ -26,15 +24,8 @@ SCHEMA = "k long, v long"
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def spark():
-    builder = (SparkSession.builder.master("local[2]")
-               .config("spark.sql.shuffle.partitions", PARTITIONS)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    yield session
-    session.stop()
+#: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
+SPARK_CONF = {"spark.sql.shuffle.partitions": PARTITIONS}
 
 
 def start(spark, root):

@@ -3,10 +3,8 @@ checked against the same computation in batch mode; also across a restart."""
 import os
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 
 EVENTS = "id long, k long, v long, ts timestamp"
 
@@ -18,15 +16,8 @@ SETUPS = {
 }
 
 
-@pytest.fixture(scope="module")
-def spark():
-    builder = (SparkSession.builder.master("local[2]")
-               .config("spark.sql.shuffle.partitions", 4)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    yield session
-    session.stop()
+#: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
+SPARK_CONF = {"spark.sql.shuffle.partitions": 4}
 
 
 def events(batch):
@@ -150,7 +141,10 @@ def test_session_window(spark, tmp_path, setup):
 
     out, expected = run(spark, tmp_path, sessions, sessions, batches=5, restart_at=2)
     got = rows_of(out, ["k", "start", "end", "n"])
-    # Append mode emits closed sessions: all of them must equal the batch result's.
+    # Append mode emits closed sessions: all of them must equal the batch result's. (Which
+    # ones are closed when the query stops is not a plain watermark rule: with Spark's own
+    # HDFSBackedStateStoreProvider too, sessions that the last data batch extended stay open
+    # even where the recorded watermark has passed their end.)
     assert got and set(got) <= set(rows_of(expected, ["k", "start", "end", "n"]))
 
 

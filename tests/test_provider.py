@@ -1,13 +1,12 @@
 """HeapStateStoreProvider on a real streaming query: metrics, restores, the state data
 source, and the errors a user sees for damaged checkpoints."""
 import os
+import time
 import shutil
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
 SCHEMA = "k long, v long"
@@ -15,26 +14,27 @@ SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
                       "FileContextBasedCheckpointFileManager")
 
 
+#: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": 2,
+    "spark.sql.streaming.stateStore.providerClass": HEAP,
+    # The provider alone, writing through Spark's own checkpoint file manager: where the
+    # bytes go is the storages' business (tests/test_storages.py).
+    "spark.sql.streaming.checkpointFileManagerClass": SPARK_FILE_MANAGER,
+    # Snapshots every 2 versions, maintenance often: exercises both in seconds.
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": 2,
+    "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
+}
+
+
 @pytest.fixture(scope="module")
-def spark():
-    builder = (SparkSession.builder.master("local[2]")
-               .config("spark.sql.shuffle.partitions", 2)
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.streaming.stateStore.providerClass", HEAP)
-               # The provider alone, writing through Spark's own checkpoint file manager:
-               # where the bytes go is the storages' business (tests/test_storages.py).
-               .config("spark.sql.streaming.checkpointFileManagerClass", SPARK_FILE_MANAGER)
-               # Snapshots every 2 versions, maintenance often: exercises both in seconds.
-               .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 2)
-               .config("spark.sql.streaming.stateStore.maintenanceInterval", "200ms"))
-    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    # Spark's maintenance thread is one per JVM and keeps the interval it started with: an
-    # earlier test module's session may have started it with the 60 s default.
-    jvm = session.sparkContext._jvm
+def spark(spark):
+    """Spark's maintenance thread is one per JVM and keeps the interval it started with: an
+    earlier test module's session may have started it with the 60 s default."""
+    jvm = spark.sparkContext._jvm
     jvm.java.lang.Class.forName("org.apache.spark.sql.execution.streaming.state.StateStore$") \
         .getField("MODULE$").get(None).stop()
-    yield session
-    session.stop()
+    yield spark
 
 
 @pytest.fixture
@@ -138,7 +138,12 @@ def test_state_data_source_reads_versions_snapshots_and_changes(spark, tmp_path)
     try:
         for b in range(6):
             q.feed(rows_for(b, keys=5))
-            spark.sparkContext._jvm.java.lang.Thread.sleep(400)  # let maintenance snapshot
+        # Spark's maintenance thread (every 200 ms here) snapshots the partitions of a running
+        # query: wait for that to have happened, not for a guessed time.
+        deadline = time.time() + 60
+        while not any(f.endswith(".heap-snapshot") for f in os.listdir(q.state_dir(0))):
+            assert time.time() < deadline, "maintenance wrote no snapshot: %s" % os.listdir(q.state_dir(0))
+            time.sleep(0.05)
     finally:
         q.stop()
     assert state_rows(q.state()) == q.expected()

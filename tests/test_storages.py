@@ -4,10 +4,9 @@ import os
 import shutil
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
 
 from conftest import assert_ok
 
@@ -15,15 +14,8 @@ SCHEMA = "k long, v long"
 STORAGE = "spark.sql.streaming.checkpointStorage"
 
 
-@pytest.fixture(scope="module")
-def spark():
-    builder = (SparkSession.builder.master("local[2]")
-               .config("spark.sql.shuffle.partitions", 20)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    session = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    yield session
-    session.stop()
+#: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
+SPARK_CONF = {"spark.sql.shuffle.partitions": 20}
 
 
 def files_under(path):
@@ -281,6 +273,12 @@ def test_damaged_pack_fails_the_restart_naming_the_pack(spark, tmp_path, damage)
         assert "State pack " in message and os.path.basename(victim) in message, message[-3000:]
         if damage == "missing":
             assert "it is missing" in message
+        # The query's error carries the kind across the task and the RPC: Python gets the
+        # corrupt-checkpoint error naming the pack, not a bare IOException.
+        converted = convert_jvm_exception(err.value)
+        assert isinstance(converted, CorruptCheckpointException), (type(converted), message[-2000:])
+        assert converted.java_class == "io.sparkcheckpointstorage.packs.CorruptPackException"
+        assert os.path.basename(victim) in converted.getMessage()
     finally:
         spark.conf.unset(STORAGE)
 
@@ -333,9 +331,10 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
     Spark retries the task: the new attempt loads the previous version again and commits
     the same version a second time. The state is exactly that of one commit.
 
-    With the file system storage and a threshold of 0 every state file is a file of its
-    own, so the failing attempt first waits until its delta is on disk: proof that the
-    commit happened before the failure."""
+    The failing attempt first waits for proof that its commit happened: with the file system
+    storage and a threshold of 0 every state file is a file of its own, and the proof is the
+    delta on disk; with the driver storage a thread of the driver asks the coordinator until
+    it holds the delta inline, then leaves a file saying so."""
     own_files = storage == "filesystem-own-files"
     out = assert_ok(subproc.python("""
         import glob, json, os, time
@@ -361,6 +360,22 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
         armed = os.path.join(root, "armed")
         failed = os.path.join(root, "failed")
         delta = os.path.join(checkpoint, "state", "0", "0", "2.heap-delta")
+        proof = delta if own_files else os.path.join(root, "inline-on-driver")
+        if not own_files:
+            import threading
+            jvm = spark.sparkContext._jvm
+            coordinator = jvm.io.sparkcheckpointstorage.coordinator.CheckpointCoordinator.current()
+            held = jvm.io.sparkcheckpointstorage.coordinator.ExistsInline(
+                "file:" + checkpoint, "state/0/0/2.heap-delta")
+
+            def watch():
+                while not os.path.exists(proof):
+                    if coordinator.handle(held).toString() == "IsInline":
+                        open(proof, "w").close()
+                    else:
+                        time.sleep(0.02)
+
+            threading.Thread(target=watch, daemon=True).start()
 
         @F.pandas_udf("long")
         def fail_once(n: pd.Series) -> pd.Series:
@@ -370,11 +385,11 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
                     os.close(os.open(failed, os.O_CREAT | os.O_EXCL))
                 except FileExistsError:
                     return n
-                deadline = time.time() + (20 if own_files else 3)
-                while time.time() < deadline and not (own_files and os.path.exists(delta)):
+                deadline = time.time() + 60
+                while time.time() < deadline and not os.path.exists(proof):
                     time.sleep(0.05)
                 with open(failed, "w") as f:
-                    f.write("committed" if os.path.exists(delta) else "unknown")
+                    f.write("committed" if os.path.exists(proof) else "unknown")
                 raise RuntimeError("injected failure after the state store commit")
             return n
 
@@ -409,5 +424,4 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
     stages = {s for s, _, _, _ in retried}
     assert len(stages) == 1 and [(i, a, r) for _, i, a, r in retried] == [
         (0, 0, "ExceptionFailure"), (0, 1, "Success")], retried
-    if own_files:
-        assert "FAILED_ATTEMPT committed" in out, out
+    assert "FAILED_ATTEMPT committed" in out, out

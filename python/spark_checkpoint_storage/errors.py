@@ -116,19 +116,37 @@ class ClassicSessionRequiredException(CheckpointStorageException, RuntimeError):
 _JAVA_TO_PYTHON = [
     ("io.sparkcheckpointstorage.savepoint.SavepointException", SavepointException),
     ("io.sparkcheckpointstorage.storage.StateSizeLimitException", StateSizeLimitException),
-    ("io.sparkcheckpointstorage.coordinator.CorruptPackException", CorruptCheckpointException),
-    ("io.sparkcheckpointstorage.provider.CorruptStateFileException", CorruptCheckpointException),
+    # Packs and state files alike (their JVM classes share this parent).
+    ("io.sparkcheckpointstorage.storage.CorruptCheckpointException", CorruptCheckpointException),
     ("java.io.FileNotFoundException", CheckpointNotFoundException),
     ("java.lang.IllegalArgumentException", IllegalCheckpointStorageArgumentException),
     ("java.lang.IllegalStateException", CheckpointStateException),
 ]
 
 
+# Our own JVM errors: found anywhere in a chain of causes, they say what went wrong better
+# than the generic Spark errors wrapped around them (a failed task, a failed query).
+_OWN_PACKAGE = "io.sparkcheckpointstorage."
+
+
 def convert_jvm_exception(error: BaseException) -> BaseException:
     """
-    Turns a ``py4j.protocol.Py4JJavaError`` (or pyspark's own conversion of one) into the
-    matching :class:`CheckpointStorageException` carrying the JVM message; returns anything
-    else unchanged.
+    Turns a ``py4j.protocol.Py4JJavaError`` (or pyspark's own conversion of one, such as the
+    ``StreamingQueryException`` of a failed query) into the matching
+    :class:`CheckpointStorageException` carrying the JVM message; returns anything else
+    unchanged.
+
+    When the JVM error is Spark's own wrapper (a failed task or query) and one of its causes
+    is an error of this package, the cause decides: a corrupt pack read by a task of a
+    streaming query becomes a :class:`CorruptCheckpointException` naming the pack.
+
+    Example:
+    ::
+
+        >>> try:
+        ...     query.processAllAvailable()
+        ... except StreamingQueryException as e:
+        ...     raise convert_jvm_exception(e) from e
     """
     from py4j.java_gateway import JavaObject
     from py4j.protocol import Py4JJavaError
@@ -142,6 +160,7 @@ def convert_jvm_exception(error: BaseException) -> BaseException:
     else:
         return error
     try:
+        java = _own_cause(java)
         java_class = str(java.getClass().getName())
         message = java.getMessage()
         message = str(message) if message is not None else java_class
@@ -155,6 +174,25 @@ def convert_jvm_exception(error: BaseException) -> BaseException:
             kind = python_class
             break
     return kind(message, java_class=java_class, java_stack_trace=stack)
+
+
+def _own_cause(java: Any) -> Any:
+    """The first error of this package in the chain of causes of ``java``, else ``java``."""
+    current, seen = java, 0
+    while current is not None and seen < 20:
+        if _is_own(current):
+            return current
+        current, seen = current.getCause(), seen + 1
+    return java
+
+
+def _is_own(java: Any) -> bool:
+    cls = java.getClass()
+    while cls is not None:
+        if str(cls.getName()).startswith(_OWN_PACKAGE):
+            return True
+        cls = cls.getSuperclass()
+    return False
 
 
 def _is_instance(java: Any, class_name: str) -> bool:

@@ -1,10 +1,14 @@
 package io.sparkcheckpointstorage.coordinator
 
+import java.io.FileNotFoundException
 import java.util.{Collections, Map => JMap}
+
+import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 
+import io.sparkcheckpointstorage.packs.PackFiles
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
 /**
@@ -13,12 +17,15 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  *
  * Why Spark's public plugin API rather than an `RpcEndpoint` of our own: it is a stable,
  * documented API that needs no code under `org.apache.spark`, and its single receiving thread
- * is enough because every request is a map operation on the driver; the one slow step,
- * writing a pack, runs on the query's own thread when Spark commits the batch.
+ * is enough because every request is a map operation on the driver (decoded by
+ * [[MessageCodec]], no Java deserialization); the slow steps, writing a pack and reading the
+ * packs of a restarted query, run on the query's own thread (see
+ * [[CheckpointCoordinator#beforeCommit]] and [[CheckpointCoordinator#prepare]]).
  */
 class CheckpointStoragePlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new DriverPlugin {
     private var coordinator: CheckpointCoordinator = _
+    private var endpoint: CoordinatorEndpoint = _
 
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
       // A jar of another Spark line would fail at the first stateful batch with an
@@ -28,18 +35,12 @@ class CheckpointStoragePlugin extends SparkPlugin {
       val maxHeld = sc.getConf.getOption(key).map(CheckpointStorageOptions.parseBytes(key, _))
         .getOrElse(Runtime.getRuntime.maxMemory / 4)
       coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
+      endpoint = new CoordinatorEndpoint(coordinator)
       CheckpointCoordinator.driverInstance = Some(coordinator)
       Collections.emptyMap()
     }
 
-    override def receive(message: AnyRef): AnyRef = message match {
-      case bytes: Array[Byte] =>
-        MessageCodec.encode(MessageCodec.decode[AnyRef](bytes) match {
-          case r: CoordinatorRequest => coordinator.handle(r)
-          case other => Refused(s"Unknown request ${other.getClass.getName}")
-        })
-      case other => MessageCodec.encode(Refused(s"Unknown request ${other.getClass.getName}"))
-    }
+    override def receive(message: AnyRef): AnyRef = endpoint.receive(message)
 
     override def shutdown(): Unit = {
       if (CheckpointCoordinator.driverInstance.contains(coordinator)) CheckpointCoordinator.driverInstance = None
@@ -68,20 +69,47 @@ object CheckpointStoragePlugin {
 object CoordinatorClient {
   @volatile private[coordinator] var executorContext: Option[PluginContext] = None
 
+  /** The coordinator's reply; a [[Failed]] one is raised as the exception of its kind. */
   def ask(request: CoordinatorRequest): CoordinatorReply = {
     val reply = CheckpointCoordinator.driverInstance match {
       case Some(c) => c.handle(request)
       case None => executorContext match {
-        case Some(ctx) => MessageCodec.decode[CoordinatorReply](ctx.ask(MessageCodec.encode(request)).asInstanceOf[Array[Byte]])
+        case Some(ctx) => ctx.ask(MessageCodec.encode(request)) match {
+          case bytes: Array[Byte] => MessageCodec.decodeReply(bytes)
+          case other => throw new MalformedMessageException("The checkpoint coordinator answered " +
+            s"with ${Option(other).map(_.getClass.getName).orNull} instead of a byte array.")
+        }
         case None => throw new IllegalStateException("The checkpoint storage needs its Spark " +
           s"plugin: start Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (the Python " +
           "helper configure_spark_with_checkpoint_storage sets it).")
       }
     }
     reply match {
-      case Refused(message) => throw new java.io.IOException(message)
-      case LimitExceeded(message) => throw new io.sparkcheckpointstorage.storage.StateSizeLimitException(message)
+      case f: Failed => throw CoordinatorFailures.toException(f)
       case ok => ok
     }
   }
+
+  /**
+   * The bytes of the inline file `rel` of checkpoint `root`, from the driver's heap or read
+   * from its pack here (checked against its checksum); None when it is not inline.
+   */
+  def read(root: String, rel: String, conf: Configuration): Option[Array[Byte]] = {
+    var attempt = 0
+    while (true) {
+      ask(GetInline(root, rel)) match {
+        case InlineBytes(bytes) => return Some(bytes)
+        case InPack(pack, offset, length, crc) =>
+          try return Some(PackFiles.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
+          catch {
+            // The running query superseded the pack while we read: ask again where the file is.
+            case e: FileNotFoundException if attempt < MaxPackRereads => attempt += 1
+          }
+        case _ => return None
+      }
+    }
+    None
+  }
+
+  private val MaxPackRereads = 3
 }

@@ -1,7 +1,10 @@
 package io.sparkcheckpointstorage.coordinator
 
-/** What executors ask the checkpoint coordinator (Java-serialized over Spark's RPC). */
-sealed trait CoordinatorRequest extends Serializable
+/** What executors ask the checkpoint coordinator (encoded by [[MessageCodec]]). */
+sealed trait CoordinatorRequest {
+  /** The checkpoint root the request is about. */
+  def root: String
+}
 
 /**
  * Keep `bytes` as the content of `relPath` under checkpoint `root`.
@@ -23,7 +26,7 @@ final case class ListInline(root: String, relDir: String) extends CoordinatorReq
 final case class DeleteInline(root: String, relPath: String) extends CoordinatorRequest
 
 /** The coordinator's answers. */
-sealed trait CoordinatorReply extends Serializable
+sealed trait CoordinatorReply
 case object Done extends CoordinatorReply
 case object NotInline extends CoordinatorReply
 case object IsInline extends CoordinatorReply
@@ -31,35 +34,29 @@ final case class InlineBytes(bytes: Array[Byte]) extends CoordinatorReply
 /** The file is in a pack on the checkpoint file system: read `length` bytes at `offset`. */
 final case class InPack(pack: String, offset: Long, length: Int, crc: Int) extends CoordinatorReply
 final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
-/** The request failed on the driver; `message` is for the user. */
-final case class Refused(message: String) extends CoordinatorReply
-/** The driver cannot hold more inline state: a limit the user raises by a setting it names. */
-final case class LimitExceeded(message: String) extends CoordinatorReply
-
 /**
- * Requests and replies travel as plain byte arrays: Spark deserializes RPC messages with its
- * own class loader, which on executors does not see jars added with `spark.jars`. Decoding
- * here uses the class loader that loaded this jar.
+ * The request failed on the driver. `kind` keeps the kind of error across the RPC (the
+ * executor raises the same exception class), `message` is for the user, `file` names the
+ * damaged file of a [[FailureKind.CorruptCheckpoint]] (empty otherwise).
  */
-object MessageCodec {
-  import java.io._
+final case class Failed(kind: FailureKind, message: String, file: String = "") extends CoordinatorReply
 
-  def encode(message: Serializable): Array[Byte] = {
-    val bytes = new ByteArrayOutputStream()
-    val out = new ObjectOutputStream(bytes)
-    out.writeObject(message)
-    out.close()
-    bytes.toByteArray
-  }
+/** The kinds of error a coordinator reply carries; `code` is their wire value. */
+sealed abstract class FailureKind(val code: Byte)
+object FailureKind {
+  /** An I/O error of the driver (`java.io.IOException`). */
+  case object Io extends FailureKind(1)
+  /** A damaged pack or state file (`CorruptCheckpointException`): the message names it. */
+  case object CorruptCheckpoint extends FailureKind(2)
+  /** The driver cannot hold more inline state (`StateSizeLimitException`). */
+  case object StateSizeLimit extends FailureKind(3)
+  /** The checkpoint cannot be used as asked, e.g. its heap-only state is gone (`IllegalStateException`). */
+  case object IllegalState extends FailureKind(4)
+  /** A value the request carried is not acceptable (`IllegalArgumentException`). */
+  case object IllegalArgument extends FailureKind(5)
+  /** The request could not be decoded (`MalformedMessageException`). */
+  case object MalformedMessage extends FailureKind(6)
 
-  def decode[T](bytes: Array[Byte]): T = {
-    val loader = classOf[CoordinatorRequest].getClassLoader
-    val in = new ObjectInputStream(new ByteArrayInputStream(bytes)) {
-      override def resolveClass(desc: ObjectStreamClass): Class[_] =
-        try Class.forName(desc.getName, false, loader) catch {
-          case _: ClassNotFoundException => super.resolveClass(desc)
-        }
-    }
-    try in.readObject().asInstanceOf[T] finally in.close()
-  }
+  val all: Seq[FailureKind] = Seq(Io, CorruptCheckpoint, StateSizeLimit, IllegalState, IllegalArgument,
+    MalformedMessage)
 }

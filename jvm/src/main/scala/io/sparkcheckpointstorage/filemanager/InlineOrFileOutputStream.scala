@@ -8,7 +8,8 @@ import org.apache.hadoop.fs.Path
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, DeleteInline, PutInline}
-import io.sparkcheckpointstorage.storage.{CheckpointStorage, FileSystemCheckpointStorage, Placement, StateSizeLimitException}
+import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSizeLimitException}
 
 /**
  * The stream a state file is written through (Flink: `FsCheckpointStateOutputStream`). It
@@ -40,7 +41,7 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
         storage.placement(bytes.length) match {
           case Placement.Inline =>
             CoordinatorClient.ask(PutInline(root, relPath, bytes, storage.toString,
-              storage.isPersistent, keepInHeap = !storage.isInstanceOf[FileSystemCheckpointStorage]))
+              storage.isPersistent, storage.keepsInlineStateInHeap))
           case Placement.OwnFile =>
             CheckpointFiles.writeAtomic(path, overwrite, conf)(_.write(bytes))
             CoordinatorClient.ask(DeleteInline(root, relPath))

@@ -31,5 +31,11 @@ object StatePaths {
     case _ => None
   }
 
-  def packDir(root: String): Path = new Path(root, "state-packs")
+  private val LogDir = """^(.+)/(commits|offsets)/?$""".r
+
+  /** The checkpoint root of its commit or offset log directory. */
+  def logDirRoot(path: Path): Option[String] = path.toString match {
+    case LogDir(root, _) => Some(root)
+    case _ => None
+  }
 }

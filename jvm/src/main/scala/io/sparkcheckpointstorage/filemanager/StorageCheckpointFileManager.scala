@@ -10,6 +10,7 @@ import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator._
+import io.sparkcheckpointstorage.files.CheckpointFiles
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader}
 
 /**
@@ -59,19 +60,21 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
 
   override def open(p: Path): FSDataInputStream = {
-    val inline = StatePaths.splitState(qualified(p)).map { case (root, rel) => CoordinatorClient.ask(GetInline(root, rel)) }
+    val inline = StatePaths.splitState(qualified(p)).flatMap { case (root, rel) =>
+      CoordinatorClient.read(root, rel, hadoopConf)
+    }
     inline match {
-      case Some(InlineBytes(bytes)) => new FSDataInputStream(new BytesInputStream(bytes))
-      case Some(InPack(pack, offset, length, crc)) =>
-        val packPath = new Path(pack)
-        val bytes = StatePack.verify(CheckpointFiles.readRange(packPath, offset, length, hadoopConf),
-          pack, p.toString, crc)
-        new FSDataInputStream(new BytesInputStream(bytes))
-      case _ => fs.open(p)
+      case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
+      case None => fs.open(p)
     }
   }
 
   override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
+    // Spark lists the commit and offset logs on the driver before a query's first batch: the
+    // moment to read a restarted query's packs, on the query's thread rather than the RPC's.
+    StatePaths.logDirRoot(qualified(dir)).foreach { root =>
+      CheckpointCoordinator.driverInstance.foreach(_.prepare(root))
+    }
     val real = if (fs.exists(dir)) fs.listStatus(dir, filter) else Array.empty[FileStatus]
     val inline = StatePaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {

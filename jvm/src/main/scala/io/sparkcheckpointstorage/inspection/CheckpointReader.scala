@@ -8,7 +8,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.filemanager.{CheckpointFiles, StatePaths}
+import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.packs.{PackFiles, PackIndex, StatePack}
 
 /** The checkpoint's state cannot be read; the message (the coordinator's) says why and what to do. */
 class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
@@ -57,9 +58,10 @@ final class CheckpointReader(location: String, conf: Configuration) {
   def exists: Boolean = fs.exists(qualified)
 
   private def ask(request: CoordinatorRequest): CoordinatorReply = coordinator.handle(request) match {
-    // The coordinator answers requests, never throws: its refusal (state gone with a previous
-    // driver, an unusable pack) becomes an error here, with its message.
-    case Refused(message) => throw new CheckpointUnreadableException(message)
+    // The coordinator answers requests, never throws: its refusal becomes an error of its
+    // kind here (state gone with a previous driver; an unusable pack), with its message.
+    case Failed(FailureKind.IllegalState, message, _) => throw new CheckpointUnreadableException(message)
+    case f: Failed => throw CoordinatorFailures.toException(f)
     case reply => reply
   }
 
@@ -92,7 +94,6 @@ final class CheckpointReader(location: String, conf: Configuration) {
       }
     }
     real.foreach(r => if (r.startsWith("state/")) addDirsOf(r))
-    val packDir = StatePaths.packDir(root)
     val dirsOnDisk = mutable.ArrayBuffer[String]()
     def walkDirs(dir: Path, rel: String): Unit = {
       val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[org.apache.hadoop.fs.FileStatus] }
@@ -110,11 +111,10 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The packs of the checkpoint, oldest first: (file name, index). */
   def packs(): Seq[(String, PackIndex)] = {
-    val dir = StatePaths.packDir(root)
-    CheckpointFiles.listNames(dir, conf).flatMap(n => StatePack.batchOf(n).map(_ -> n)).sortBy(_._1).flatMap {
-      case (_, name) =>
-        val path = new Path(dir, name)
-        CheckpointFiles.readSmall(path, conf).map(bytes => name -> StatePack.readIndex(bytes, path.toString))
+    PackFiles.sequences(root, conf).flatMap { seq =>
+      val path = PackFiles.path(root, seq)
+      // A pack deleted since the listing (superseded by the running query) is no longer one.
+      CheckpointFiles.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
     }
   }
 
@@ -147,7 +147,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
     ask(GetInline(key, rel)) match {
       case InlineBytes(bytes) => Some(bytes)
       case InPack(pack, offset, length, crc) =>
-        try Some(StatePack.verify(CheckpointFiles.readRange(new Path(pack), offset, length, conf), pack, path.toString, crc))
+        try Some(PackFiles.readEntry(pack, offset, length, crc, path.toString, conf))
         catch {
           // A running query superseded the pack while we read: ask again where the file is now.
           case _: FileNotFoundException if attempt < 3 => read(rel, inline = true, attempt + 1)

@@ -204,7 +204,8 @@ private[provider] final class HeapStateStore(
       CustomMetrics.SnapshotLag -> provider.snapshotLag,
       CustomMetrics.LoadTime -> provider.loadTimeMs,
       CustomMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L))
-    StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes, custom)
+    StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes +
+      changedPrefixes.map(_.memoryBytes).getOrElse(0L), custom)
   }
 
   override def committedVersion: Long = {

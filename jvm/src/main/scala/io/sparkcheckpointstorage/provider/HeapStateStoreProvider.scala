@@ -15,6 +15,8 @@ import io.sparkcheckpointstorage.sparkapi.{closeFileManager, CheckpointFileManag
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import io.sparkcheckpointstorage.storage.CorruptCheckpointException
+
 /**
  * A `StateStoreProvider` that keeps a partition's state in executor heap in a compact form
  * and makes each new version by applying the batch's changes in place.
@@ -188,15 +190,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     val forward = state.version >= 0 && state.version < version && deltasPresent(state.version)
     val from = if (forward) state.version else {
       val snapshot = snapshots.filter(_.version <= version).lastOption
-      snapshot match {
-        case Some(s) if deltasPresent(s.version) =>
-          state.reset(-1)
-          readFile(state, s)
-          s.version
-        case _ if deltasPresent(0) =>
-          state.reset(-1)
-          0L
-        case _ =>
+      restoreFromSnapshot(state, version, snapshots, deltasPresent).getOrElse {
           val missing = (snapshot.map(_.version).getOrElse(0L) + 1 to version).find(v => !deltas.contains(v)).get
           val missingFile = files.path(missing, StateFileKind.Delta)
           // Spark's error class for a missing state file (its message names the file), with
@@ -218,6 +212,40 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     lastLoadTimeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
     log.info(s"Loaded version $version of $describe ${if (forward) s"forward from ${from}" else s"from version $from"} " +
       s"in $lastLoadTimeMs ms (${state.map.size} keys)")
+  }
+
+  /**
+   * Reads into `state` the newest snapshot at or before `version` whose later deltas are all
+   * present, falling back to older ones (down to the empty version 0) when a snapshot is
+   * damaged, as Spark 4.1+ does for its own providers; returns the version it holds. None
+   * when no base with complete deltas exists; a damaged snapshot nothing can replace fails
+   * naming it.
+   */
+  private def restoreFromSnapshot(state: LiveState, version: Long, snapshots: Seq[StateFile],
+      deltasPresent: Long => Boolean): Option[Long] = {
+    val bases = snapshots.filter(s => s.version <= version && deltasPresent(s.version)).reverse
+    var damaged: Option[CorruptCheckpointException] = None
+    bases.foreach { s =>
+      try {
+        state.reset(-1)
+        readFile(state, s)
+        return Some(s.version)
+      } catch {
+        case e: CorruptCheckpointException =>
+          log.warn(s"Snapshot ${s.path} of $describe is damaged (${e.getMessage}); rebuilding version " +
+            s"$version from an older snapshot and the deltas after it instead")
+          // The newest damaged snapshot is the one to name; older ones ride along.
+          if (damaged.isEmpty) damaged = Some(e) else damaged.get.addSuppressed(e)
+      }
+    }
+    if (deltasPresent(0)) {
+      state.reset(-1)
+      damaged.foreach(_ => log.warn(s"Rebuilding version $version of $describe from all its deltas"))
+      Some(0L)
+    } else {
+      damaged.foreach(e => throw e)
+      None
+    }
   }
 
   private def readFile(state: LiveState, f: StateFile): Unit = {

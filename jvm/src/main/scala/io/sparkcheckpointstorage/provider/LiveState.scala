@@ -51,6 +51,7 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
   }
 
   def loaded(version: Long): Unit = {
+    prefixIndex.foreach(_.compactIfWasteful())
     undo = null
     _version = version
   }
@@ -77,6 +78,7 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
       } else if (removal) loadRemove(key) else loadPut(key, value)
     }
     map.compactIfWasteful()
+    prefixIndex.foreach(_.compactIfWasteful())
     undo = newUndo
     _version = newVersion
   }
@@ -92,7 +94,8 @@ final class LiveState(keySchema: StructType, valueSchema: StructType, prefixCols
     _version -= 1
   }
 
-  def memoryBytes: Long = map.memoryBytes + (if (undo == null) 0L else undo.memoryBytes)
+  def memoryBytes: Long = map.memoryBytes + (if (undo == null) 0L else undo.memoryBytes) +
+    prefixIndex.map(_.memoryBytes).getOrElse(0L)
 }
 
 object LiveState {

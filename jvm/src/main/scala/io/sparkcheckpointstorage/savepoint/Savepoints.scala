@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-import io.sparkcheckpointstorage.filemanager.StatePaths
+import io.sparkcheckpointstorage.packs.PackFiles
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
@@ -25,7 +25,8 @@ class SavepointException(message: String, cause: Throwable = null) extends IOExc
  * pack, no driver and no path of the original. Nothing inside names the original location,
  * so the copy can be moved anywhere; a query started on it resumes after the batch, with
  * whichever checkpoint storage its session uses. A `_savepoint` file (JSON, relative paths
- * only) describes the copy and is written last: a copy without it is incomplete.
+ * only) describes the copy and is written last, once the copy has been read back and found
+ * restorable ([[SavepointVerifier]]): a copy without it is incomplete.
  */
 object Savepoints {
   val ManifestFile = "_savepoint"
@@ -88,13 +89,16 @@ object Savepoints {
           try out.write(content) finally out.close()
           bytes += content.length
           written += 1
-        case None if e.relPath.startsWith("state/") && CheckpointInspector.versionOf(name(e.relPath)).isDefined =>
-          () // an old state file deleted by the running query's cleanup while we copied
         case None =>
+          // A state file deleted while we copied (the running query's cleanup, say) may be
+          // one the copy needs: a savepoint is never completed from what happened to remain.
           throw new SavepointException(s"${e.relPath} of the checkpoint $sourceRoot disappeared while " +
-            "the savepoint was written; take the savepoint again.")
+            "the savepoint was written (a running query deletes state files it no longer needs); " +
+            "take the savepoint again.")
       }
     }
+    // The copy must restore before it says it is complete (its _savepoint file, written last).
+    SavepointVerifier.verify(targetFs, targetPath, batch + 1)
     val queryId = entries.find(_.relPath == "metadata").flatMap(reader.read)
       .map(new String(_, StandardCharsets.UTF_8)).flatMap(t => """"id"\s*:\s*"([^"]+)"""".r.findFirstMatchIn(t).map(_.group(1)))
     val manifest = new JMap[String, Any]()
@@ -111,14 +115,12 @@ object Savepoints {
     new ObjectMapper().writeValueAsString(manifest)
   }
 
-  private def name(rel: String): String = rel.substring(rel.lastIndexOf('/') + 1)
-
   /** Whether a file of the source belongs in a savepoint at `batch`. */
   private def keep(e: CheckpointEntry, batch: Long): Boolean = e.relPath match {
     case Numbered(_, b) => b.toLong <= batch
     case NumberedCrc(_, b) => b.toLong <= batch
     case CheckpointCoordinator.MarkerFile | ManifestFile => false
-    case rel if rel.startsWith(StatePaths.packDir("x").getName + "/") => false
+    case rel if rel.startsWith(PackFiles.DirName + "/") => false
     case rel if rel.startsWith("state/") =>
       // Batch N writes store version N + 1; later versions belong to uncommitted batches.
       CheckpointInspector.storeOf(rel).flatMap(s => CheckpointInspector.versionOf(s._4)).forall(_.version <= batch + 1)

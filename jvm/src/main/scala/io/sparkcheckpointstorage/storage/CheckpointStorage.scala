@@ -24,6 +24,14 @@ trait CheckpointStorage extends Serializable {
   /** Whether checkpointed state survives the driver (false only for driver heap without a path). */
   def isPersistent: Boolean
 
+  /**
+   * Whether the driver keeps inline state in its heap after writing it to a pack, serving
+   * restores from memory (the driver storage: Flink's JobManager keeps its state handles), or
+   * drops it and serves restores from the packs (the file system storage, whose inline state
+   * is only a packing of small files). State that is not persistent always stays in heap.
+   */
+  def keepsInlineStateInHeap: Boolean = !isPersistent
+
   /** Size of the executor's buffer when writing a state file of its own. */
   def writeBufferSize: Int
 

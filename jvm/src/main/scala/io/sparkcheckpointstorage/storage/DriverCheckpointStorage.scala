@@ -48,6 +48,9 @@ final class DriverCheckpointStorage private (
 
   override def writeBufferSize: Int = 4096
 
+  /** The driver is where this storage keeps state: a pack is a durable copy, not the place restores read. */
+  override def keepsInlineStateInHeap: Boolean = true
+
   override def placement(size: Long): Placement = {
     if (size > maxStateSize) {
       throw new StateSizeLimitException(s"Size of the state is larger than the maximum permitted " +

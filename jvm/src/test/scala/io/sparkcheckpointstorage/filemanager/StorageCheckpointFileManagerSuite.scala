@@ -10,6 +10,7 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
+import io.sparkcheckpointstorage.packs.StatePack
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 /** The file manager and the driver coordinator together, in one JVM (the driver's view). */
@@ -135,17 +136,23 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(e.getMessage.contains("state-packs/2.pack is unusable: it is missing"), e.getMessage)
   }
 
-  test("a partition committed twice (task retry, speculative attempt) is stored once") {
+  test("a partition committed twice (task retry, speculative attempt) is stored once, the last attempt's") {
     val first = fm()
     write(first, "1.heap-delta", 50, 7)
-    // The second attempt runs on another executor: its own file manager, same bytes.
+    // The second attempt runs on another executor: its own file manager. Its bytes differ
+    // (a retry may encode the same state differently), so the test sees which one is kept.
     val second = fm()
-    write(second, "1.heap-delta", 50, 7)
+    write(second, "1.heap-delta", 40, 9)
+    assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](40)(9))
+    assert(CheckpointCoordinator.current().heldInlineBytes == 40, "the first attempt's bytes were freed")
     commit(first, 0)
     assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
+    val index = StatePack.readIndex(Files.readAllBytes(new File(dir, "state-packs/1.pack").toPath), "1.pack")
+    assert(index.entries.map(e => (e.relPath, e.length)) == Seq(("state/0/0/1.heap-delta", 40)),
+      "one entry, the second attempt's")
     assert(CheckpointCoordinator.current().heldInlineBytes == 0, "the pack holds the bytes now")
     restartDriver()
-    assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](50)(7))
+    assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](40)(9))
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("1.heap-delta"))
   }
 

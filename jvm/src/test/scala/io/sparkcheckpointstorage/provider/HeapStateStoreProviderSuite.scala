@@ -157,6 +157,25 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(q.prefixScan(prefix("a")).map(p => keyOf(p.key)).toSet == Set(("a", 2), ("a", 3)))
   }
 
+  test("memoryUsedBytes counts the prefix index of session windows too") {
+    val entries = (0 until 2000).map(i => (s"s${i % 100}", i) -> i.toLong)
+    def used(prefixCols: Option[Int], dir: String): Long = {
+      val p = newProvider(prefixCols = prefixCols, rootDir = new File(root, dir).getAbsolutePath)
+      commitVersion(p, 0, entries)
+      val store = p.getStore(1)
+      val bytes = store.metrics.memoryUsedBytes
+      store.abort()
+      p.close()
+      bytes
+    }
+    val plain = used(None, "plain")
+    val index = new PrefixIndex(keySchema, 1)
+    entries.foreach { case ((n, i), _) => index.add(key(n, i)) }
+    index.compactIfWasteful()
+    // The store also holds its own (empty) index of the batch's changed keys.
+    assert(used(Some(1), "prefixed") == plain + index.memoryBytes + new PrefixIndex(keySchema, 1).memoryBytes)
+  }
+
   test("a truncated delta fails the load with an error naming the file") {
     val p = newProvider()
     commitVersion(p, 0, (0 until 1000).map(i => ("key", i) -> i.toLong))
@@ -184,6 +203,41 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
       val e = intercept[CorruptStateFileException](newProvider().getStore(1))
       assert(e.getMessage.contains("1.heap-delta"), s"byte $at: ${e.getMessage}")
     }
+  }
+
+  private def corrupt(f: File): Unit = {
+    val bytes = Files.readAllBytes(f.toPath)
+    bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x5a).toByte
+    Files.write(f.toPath, bytes)
+  }
+
+  /** Versions 1-10, a snapshot every third version (3, 6, 9), every delta kept. */
+  private def snapshotted(): Map[(String, Int), Long] = {
+    val p = newProvider(minDeltasForSnapshot = 3)
+    (0 until 10).foreach { v =>
+      commitVersion(p, v, (0 until 50).map(i => ("k", i) -> (v * 100 + i).toLong), removes = Seq(("k", v)))
+      p.doMaintenance()
+    }
+    p.close()
+    assert(Seq(3, 6, 9).forall(v => new File(storeDir, s"$v.heap-snapshot").exists()), storeDir.list().toSeq)
+    (0 until 50).map(i => ("k", i) -> (900L + i)).toMap - (("k", 9))
+  }
+
+  test("a damaged latest snapshot falls back to an older snapshot and its deltas") {
+    val expected = snapshotted()
+    corrupt(new File(storeDir, "9.heap-snapshot"))
+    assert(data(newProvider().getStore(10)) == expected)
+    corrupt(new File(storeDir, "6.heap-snapshot"))
+    corrupt(new File(storeDir, "3.heap-snapshot"))
+    assert(data(newProvider().getStore(10)) == expected, "every snapshot damaged: all the deltas from 1")
+  }
+
+  test("a damaged snapshot nothing else can rebuild fails naming it") {
+    snapshotted()
+    (1 to 8).foreach(v => assert(new File(storeDir, s"$v.heap-delta").delete()))
+    corrupt(new File(storeDir, "9.heap-snapshot"))
+    val e = intercept[CorruptStateFileException](newProvider().getStore(10))
+    assert(e.getMessage.contains("9.heap-snapshot is corrupt or truncated"), e.getMessage)
   }
 
   /** Spark's error class for a missing state file, naming it, then what is missing. */

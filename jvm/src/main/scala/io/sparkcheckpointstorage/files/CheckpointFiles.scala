@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filemanager
+package io.sparkcheckpointstorage.files
 
 import java.io.{FileNotFoundException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}

@@ -1,8 +1,10 @@
-package io.sparkcheckpointstorage.coordinator
+package io.sparkcheckpointstorage.packs
 
-import java.io.{ByteArrayOutputStream, DataInputStream, DataOutputStream, EOFException, IOException, InputStream, OutputStream}
+import java.io.{DataInputStream, DataOutputStream, EOFException, IOException, OutputStream}
 import java.nio.charset.StandardCharsets
 import java.util.zip.CRC32
+
+import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
 /** One inline state file inside a pack. */
 final case class PackEntry(relPath: String, offset: Long, length: Int, crc: Int)
@@ -10,11 +12,17 @@ final case class PackEntry(relPath: String, offset: Long, length: Int, crc: Int)
 /** What a pack records: the files it holds and the inline files deleted since the last pack. */
 final case class PackIndex(batchId: Long, queryId: String, entries: Seq[PackEntry], deleted: Seq[String])
 
-/** A pack file is damaged or belongs elsewhere; the message names the file. */
-class CorruptPackException(val pack: String, reason: String, cause: Throwable = null)
-  extends IOException(s"State pack $pack is unusable: $reason. The inline state it holds " +
-    "cannot be restored; restore the file from a backup or restart the query from a savepoint " +
-    "or a new checkpoint location.", cause)
+/** A pack file is damaged or belongs elsewhere; `file` names it. */
+class CorruptPackException(pack: String, message: String, cause: Throwable = null)
+  extends CorruptCheckpointException(pack, message, cause)
+
+object CorruptPackException {
+  /** The error for `pack`, saying what is wrong with it (`reason`) and what to do. */
+  def apply(pack: String, reason: String, cause: Throwable = null): CorruptPackException =
+    new CorruptPackException(pack, s"State pack $pack is unusable: $reason. The inline state it " +
+      "holds cannot be restored; restore the file from a backup or restart the query from a " +
+      "savepoint or a new checkpoint location.", cause)
+}
 
 /**
  * The file that holds a batch's inline state files, written by the driver before the batch
@@ -77,7 +85,7 @@ object StatePack {
       if (bytes.length < Magic.length + FooterSize ||
           !java.util.Arrays.equals(bytes.slice(0, Magic.length), Magic) ||
           !java.util.Arrays.equals(bytes.slice(bytes.length - Magic.length, bytes.length), Magic)) {
-        throw new CorruptPackException(pack, "it does not start and end with the pack header " +
+        throw CorruptPackException(pack, "it does not start and end with the pack header " +
           "(truncated, or not a pack)")
       }
       val head = new DataInputStream(new java.io.ByteArrayInputStream(bytes))
@@ -86,14 +94,14 @@ object StatePack {
       val queryId = head.readUTF()
       val indexOffset = java.nio.ByteBuffer.wrap(bytes, bytes.length - FooterSize, 8).getLong
       if (indexOffset < 0 || indexOffset > bytes.length - FooterSize) {
-        throw new CorruptPackException(pack, s"its index offset $indexOffset is out of range")
+        throw CorruptPackException(pack, s"its index offset $indexOffset is out of range")
       }
       val in = new DataInputStream(new java.io.ByteArrayInputStream(bytes, indexOffset.toInt,
         bytes.length - FooterSize - indexOffset.toInt))
       val entries = (0 until in.readInt()).map { _ =>
         val e = PackEntry(in.readUTF(), in.readLong(), in.readInt(), in.readInt())
         if (e.offset < 0 || e.offset + e.length > indexOffset) {
-          throw new CorruptPackException(pack, s"entry ${e.relPath} lies outside the data section")
+          throw CorruptPackException(pack, s"entry ${e.relPath} lies outside the data section")
         }
         e
       }
@@ -102,7 +110,7 @@ object StatePack {
     } catch {
       case e: CorruptPackException => throw e
       case e @ (_: EOFException | _: IOException | _: RuntimeException) =>
-        throw new CorruptPackException(pack, s"its index cannot be read ($e)", e)
+        throw CorruptPackException(pack, s"its index cannot be read ($e)", e)
     }
   }
 
@@ -111,13 +119,8 @@ object StatePack {
     val c = new CRC32()
     c.update(bytes)
     if (c.getValue.toInt != crc) {
-      throw new CorruptPackException(pack, s"the bytes of $relPath do not match their checksum")
+      throw CorruptPackException(pack, s"the bytes of $relPath do not match their checksum")
     }
     bytes
-  }
-
-  def readAll(in: InputStream): Array[Byte] = {
-    // commons-io (shipped with every Spark): InputStream.readAllBytes is Java 9+.
-    org.apache.commons.io.IOUtils.toByteArray(in)
   }
 }

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.coordinator
+package io.sparkcheckpointstorage.packs
 
 import java.util.concurrent.{Executors, ThreadFactory, TimeoutException, TimeUnit}
 
@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.filemanager.CheckpointFiles
+import io.sparkcheckpointstorage.files.CheckpointFiles
 
 /**
  * Deletes packs that no longer hold live state, on a background thread, so the commit path
@@ -19,7 +19,7 @@ import io.sparkcheckpointstorage.filemanager.CheckpointFiles
  * checkpoint's queue until the next [[schedule]] retries it: a restore treats a gap in the
  * pack numbering as a lost pack, so a newer pack must never go while an older one stays.
  */
-private[coordinator] final class PackCleaner(hadoopConf: Configuration) {
+final class PackCleaner(hadoopConf: Configuration) {
   import PackCleaner._
 
   /** Checkpoint root -> its obsolete packs, oldest first, not yet deleted. */

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filemanager
+package io.sparkcheckpointstorage.files
 
 import java.io.{FileOutputStream, IOException}
 import java.nio.file.{FileAlreadyExistsException, Files, Path => NioPath, StandardCopyOption}

@@ -1,0 +1,166 @@
+"""
+Benchmark W5 of shared/DESIGN.md section 8: the driver's checkpoint coordinator at scale.
+
+Simulated executors (threads in executor JVMs of their own, on ``local-cluster``) send state
+files of 1-64 KiB (log-uniform, mean ~15 KiB) to one driver through the real plugin RPC, as
+the tasks of 1, 10 and 50 queries of 200 partitions would (one store per partition, and four
+for joins); after each round (a batch) the driver commits every query, writing its pack.
+Reports puts/s, MB/s, put latency p50/p99, the commit (pack write) time of a query's batch,
+the driver CPU it took, and the driver heap per held byte (driver storage: bytes kept in
+heap). Never a test: nothing fails, the summary compares with the targets.
+
+    .venv/bin/python benchmarks/coordinator_rpc.py                   # the whole matrix
+    .venv/bin/python benchmarks/coordinator_rpc.py --queries 1 --stores 1 --rounds 2
+    .venv/bin/python benchmarks/coordinator_rpc.py --quick           # smoke test
+
+The JVM half is ``io.sparkcheckpointstorage.benchmarks.CoordinatorLoad`` in the test sources:
+this script builds the tests jar (``dev/sbt Test/package``) when it is missing or older than
+those sources, and ships it to the executors with ``spark.jars``.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGETS = {"putsPerSecond": 20000, "mbPerSecond": 200, "p99Ms": 5.0, "commitMs": 50.0}
+
+
+def tests_jar() -> str:
+    """The tests jar holding CoordinatorLoad, rebuilt when its sources are newer."""
+    source = os.path.join(ROOT, "jvm/src/test/scala/io/sparkcheckpointstorage/benchmarks/CoordinatorLoad.scala")
+    jars = glob.glob(os.path.join(ROOT, "target/scala-2.13/spark-checkpoint-storage_2.13-*-tests.jar"))
+    if not jars or os.path.getmtime(jars[0]) < os.path.getmtime(source):
+        print("[W5] building the tests jar (dev/sbt Test/package)", file=sys.stderr, flush=True)
+        subprocess.run([os.path.join(ROOT, "dev/sbt"), "-warn", "Test/package"], cwd=ROOT, check=True)
+        jars = glob.glob(os.path.join(ROOT, "target/scala-2.13/spark-checkpoint-storage_2.13-*-tests.jar"))
+    return jars[0]
+
+
+def session(executors: int):
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+
+    builder = (SparkSession.builder.master("local-cluster[%d,1,1024]" % executors)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    builder = configure_spark_with_checkpoint_storage(builder)
+    jars = builder._options["spark.jars"] + "," + tests_jar()
+    spark = builder.config("spark.jars", jars).getOrCreate()
+    sc = spark.sparkContext
+    # Every executor JVM registered before the clock starts.
+    deadline = time.time() + 120
+    while sc._jsc.sc().getExecutorMemoryStatus().size() < executors + 1 and time.time() < deadline:
+        time.sleep(0.5)
+    return spark
+
+
+def run_one(spark, work: str, queries: int, stores: int, args, keep_in_heap: bool,
+            in_process: bool = False) -> dict:
+    sc = spark.sparkContext
+    load = sc._jvm.io.sparkcheckpointstorage.benchmarks.CoordinatorLoad
+    folder = tempfile.mkdtemp(prefix="w5-q%d-s%d-" % (queries, stores), dir=work)
+    print("[W5] %s: %d queries x %d partitions x %d stores, %d rounds, %d senders%s" % (
+        "threads" if in_process else "rpc", queries, args.partitions, stores, args.rounds,
+        args.executors * args.senders,
+        ", bytes kept in driver heap" if keep_in_heap else ""), file=sys.stderr, flush=True)
+    result = json.loads(load.run(sc._jsc.sc(), folder, queries, args.partitions, stores, args.rounds,
+                                 args.executors, args.senders, keep_in_heap, args.wave_mb << 20, in_process))
+    subprocess.run(["rm", "-rf", folder])
+    return result
+
+
+def verdict(value: float, target: float, higher_is_better: bool) -> str:
+    ratio = value / target
+    met = ratio >= 1 if higher_is_better else ratio <= 1
+    return "%.2fx target, %s" % (ratio, "MET" if met else "MISSED")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", default="1,10,50")
+    parser.add_argument("--stores", default="1,4", help="stores per partition (4: a stream-stream join)")
+    parser.add_argument("--partitions", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="batches; the first is left out as warm-up")
+    parser.add_argument("--executors", type=int, default=2, help="executor JVMs (local-cluster)")
+    parser.add_argument("--senders", type=int, default=32, help="sender threads per executor JVM")
+    parser.add_argument("--wave-mb", type=int, default=150,
+                        help="at most this much state in flight per wave of queries (driver heap)")
+    parser.add_argument("--modes", default="rpc,threads",
+                        help="rpc: senders in executor JVMs through the plugin RPC; threads: sender "
+                             "threads in the driver JVM queued to one thread running the endpoint "
+                             "(codec and coordinator on one core, no network)")
+    parser.add_argument("--quick", action="store_true", help="1 and 2 queries of 20 partitions, 2 rounds")
+    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks/results"))
+    args = parser.parse_args()
+    if args.quick:
+        args.queries, args.partitions, args.rounds = "1,2", 20, 2
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="w5-", dir=os.path.join(ROOT, "benchmarks/results"))
+
+    spark = session(args.executors)
+    rows = []
+    try:
+        # Warm-up: the JIT and the RPC connections, not measured.
+        run_one(spark, work, 1, 1, argparse.Namespace(**{**vars(args), "rounds": 1}), False)
+        run_one(spark, work, 1, 1, argparse.Namespace(**{**vars(args), "rounds": 1}), False, True)
+        for mode in args.modes.split(","):
+            for stores in [int(s) for s in args.stores.split(",")]:
+                for queries in [int(q) for q in args.queries.split(",")]:
+                    rows.append(run_one(spark, work, queries, stores, args, False, mode == "threads"))
+                    print(json.dumps(rows[-1]), flush=True)
+        heap = run_one(spark, work, min(10, max(int(q) for q in args.queries.split(","))), 1,
+                       argparse.Namespace(**{**vars(args), "rounds": 1}), True)
+        print(json.dumps(heap), flush=True)
+    finally:
+        spark.stop()
+        subprocess.run(["rm", "-rf", work])
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(args.out, "W5-%s.json" % stamp), "w") as f:
+        json.dump({"rows": rows, "heap": heap}, f, indent=1)
+    print("\nW5: %d executor JVMs x %d sender threads = %d concurrent senders, state files 1-64 KiB "
+          "(log-uniform), %d partitions per query, %d rounds" % (
+              args.executors, args.senders, args.executors * args.senders, args.partitions, args.rounds))
+    print("| senders | queries | stores | puts | puts/s | MB/s | p50 put | p99 put | driver CPU (cores) | "
+          "commit p50 / max per query | pack |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %d | %d | %.0f | %.0f | %.2f ms | %.2f ms | %.2f | %.1f / %.1f ms | %.1f MB |" % (
+            "executor JVMs (RPC)" if r["mode"] == "rpc" else "driver threads, one RPC thread",
+            r["queries"], r["stores"], r["puts"], r["putsPerSecond"], r["mbPerSecond"], r["p50Ms"],
+            r["p99Ms"], r["driverCpuCores"], r["commitP50Ms"], r["commitMaxMs"], r["packMbMean"]))
+    print("\nDriver heap per held byte (driver storage, %d queries, %.0f MB held): %.2f" % (
+        heap["queries"], heap["heldBytes"] / 1e6, heap["heapPerHeldByte"]))
+    for mode in args.modes.split(","):
+        summary(args, [r for r in rows if r["mode"] == mode], mode)
+
+
+def summary(args, rows, mode: str) -> None:
+    if not rows:
+        return
+    best = lambda key, pick: pick(r[key] for r in rows)  # noqa: E731
+    single = [r for r in rows if r["stores"] == 1]
+    print("\nAgainst the targets, %s (worst case over the rows; commit: one store per partition):" % (
+        "senders in executor JVMs through the plugin RPC" if mode == "rpc" else
+        "sender threads in the driver, one thread serving them"))
+    print("- puts/s >= %d: %.0f (%s)" % (TARGETS["putsPerSecond"], best("putsPerSecond", min),
+                                        verdict(best("putsPerSecond", min), TARGETS["putsPerSecond"], True)))
+    print("- MB/s >= %d: %.0f (%s)" % (TARGETS["mbPerSecond"], best("mbPerSecond", min),
+                                      verdict(best("mbPerSecond", min), TARGETS["mbPerSecond"], True)))
+    print("- p99 put <= %.0f ms at %d senders: %.2f ms (%s)" % (
+        TARGETS["p99Ms"], args.executors * args.senders, best("p99Ms", max),
+        verdict(best("p99Ms", max), TARGETS["p99Ms"], False)))
+    commit = max(r["commitMaxMs"] for r in single) if single else float("nan")
+    print("- commit of a %d-partition batch <= %.0f ms: %.1f ms max (%s)" % (
+        args.partitions, TARGETS["commitMs"], commit, verdict(commit, TARGETS["commitMs"], False)))
+    print("- driver CPU while sending: %.2f cores at most (the RPC thread, Netty and the coordinator)"
+          % best("driverCpuCores", max))
+
+
+if __name__ == "__main__":
+    main()

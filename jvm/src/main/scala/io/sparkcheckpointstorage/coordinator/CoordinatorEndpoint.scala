@@ -1,0 +1,28 @@
+package io.sparkcheckpointstorage.coordinator
+
+import scala.util.control.NonFatal
+
+/**
+ * The coordinator's side of the plugin RPC: bytes in, bytes out. A request is decoded by
+ * [[MessageCodec]]; anything else, malformed or oversized is answered with a refusal of its
+ * kind (the asking task fails with it). Never throws: it runs on the plugin's only RPC
+ * thread, shared by every query of the application.
+ *
+ * @param maxMessageBytes the largest request accepted
+ */
+final class CoordinatorEndpoint(coordinator: CheckpointCoordinator,
+    maxMessageBytes: Int = MessageCodec.MaxMessageBytes) {
+
+  def receive(message: AnyRef): AnyRef = {
+    val reply = try {
+      message match {
+        case bytes: Array[Byte] => coordinator.handle(MessageCodec.decodeRequest(bytes, maxMessageBytes))
+        case other => throw new MalformedMessageException("Refused a checkpoint coordinator " +
+          s"message of type ${Option(other).map(_.getClass.getName).orNull}: requests are byte arrays.")
+      }
+    } catch {
+      case NonFatal(e) => CoordinatorFailures.toReply(e)
+    }
+    MessageCodec.encode(reply)
+  }
+}

@@ -1,0 +1,241 @@
+package io.sparkcheckpointstorage.coordinator
+
+import java.nio.charset.StandardCharsets
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.packs.{CorruptPackException, PackFiles, PackIndex, StatePack}
+
+/** An inline file: bytes in heap (null once released to its pack), and its pack once packed. */
+private[coordinator] final class InlineFile(var bytes: Array[Byte], val length: Int) {
+  var packSeq: Long = -1L
+  var pack: Path = null
+  var offset: Long = 0L
+  var crc: Int = 0
+
+  def heapBytes: Long = if (bytes == null) 0L else bytes.length.toLong
+}
+
+/** The files and deletions a pack is being written from, as they were when it started. */
+private[coordinator] final case class PendingPack(puts: Seq[PendingPut], deletes: Seq[String]) {
+  def isEmpty: Boolean = puts.isEmpty && deletes.isEmpty
+}
+private[coordinator] final case class PendingPut(relPath: String, file: InlineFile, bytes: Array[Byte])
+
+/**
+ * The inline files of one checkpoint root and the packs holding their durable copies.
+ *
+ * Every method is a short map operation under this object's lock; the pack I/O around them
+ * ([[takePending]], write, [[packed]]) happens outside it, so requests go on while a pack is
+ * written. A put or delete that arrives meanwhile belongs to the next pack: [[packed]] only
+ * records the pack for files that are still the ones it was written from.
+ */
+private[coordinator] final class RootState(val root: String, val persistent: Boolean,
+    val keepInHeap: Boolean, val storage: String) {
+
+  private val files = mutable.HashMap[String, InlineFile]()
+  private val pendingPuts = mutable.LinkedHashSet[String]()
+  private val pendingDeletes = mutable.LinkedHashSet[String]()
+  /** Pack sequence number -> (path, relPaths whose durable copy it holds). */
+  private val packs = mutable.TreeMap[Long, (Path, mutable.Set[String])]()
+  private var released = false
+
+  /** Serializes this root's pack writes (held during their I/O, never by a request). */
+  val commitLock = new Object
+  /** Whether the checkpoint marker is on disk (written before the first commit). */
+  @volatile var markerWritten = false
+
+  @volatile private var cachedQueryId: String = null
+  /** The query id Spark records in `<root>/metadata`; packs carry it to catch misplaced packs. */
+  def queryId(conf: Configuration): String = {
+    if (cachedQueryId == null) cachedQueryId = RootState.readQueryId(root, conf)
+    cachedQueryId
+  }
+
+  def heapBytes: Long = synchronized(files.valuesIterator.map(_.heapBytes).sum)
+
+  /**
+   * Keeps `bytes` as `rel` if `reserve` accepts the growth of the driver's heap bytes.
+   * None when this root was released (the caller looks it up again), else whether accepted.
+   */
+  def put(rel: String, bytes: Array[Byte], reserve: Long => Boolean): Option[Boolean] = synchronized {
+    if (released) return None
+    val previous = files.get(rel)
+    if (!reserve(bytes.length - previous.map(_.heapBytes).getOrElse(0L))) return Some(false)
+    previous.foreach(unlinkFromPack(rel, _))
+    files(rel) = new InlineFile(bytes, bytes.length)
+    pendingPuts += rel
+    pendingDeletes -= rel
+    Some(true)
+  }
+
+  /** Forgets `rel`; returns the heap bytes freed. */
+  def delete(rel: String): Long = synchronized {
+    files.remove(rel) match {
+      case Some(f) =>
+        unlinkFromPack(rel, f)
+        pendingPuts -= rel
+        if (persistent) pendingDeletes += rel
+        f.heapBytes
+      case None => 0L
+    }
+  }
+
+  def contains(rel: String): Boolean = synchronized(files.contains(rel))
+
+  /** Where `rel` is: its bytes, a range of a pack, or not inline. */
+  def locate(rel: String): CoordinatorReply = synchronized {
+    files.get(rel) match {
+      case Some(f) if f.bytes != null => InlineBytes(f.bytes)
+      case Some(f) => InPack(f.pack.toString, f.offset, f.length, f.crc)
+      case None => NotInline
+    }
+  }
+
+  def list(relDir: String): Seq[(String, Long)] = synchronized {
+    val prefix = relDir.stripSuffix("/") + "/"
+    files.iterator.collect {
+      case (rel, f) if rel.startsWith(prefix) && rel.indexOf('/', prefix.length) < 0 => (rel, f.length.toLong)
+    }.toVector
+  }
+
+  /** Marks the root released (its query stopped); returns the heap bytes it held. */
+  def release(): Long = synchronized {
+    released = true
+    files.valuesIterator.map(_.heapBytes).sum
+  }
+
+  private def unlinkFromPack(rel: String, f: InlineFile): Unit =
+    if (f.packSeq >= 0) packs.get(f.packSeq).foreach(_._2 -= rel)
+
+  def lastPackSeq: Option[Long] = synchronized(packs.lastOption.map(_._1))
+
+  /** The changes since the last pack, to be written as the next one; they stop being pending. */
+  def takePending(): PendingPack = synchronized {
+    val puts = pendingPuts.toVector.map { rel => val f = files(rel); PendingPut(rel, f, f.bytes) }
+    val deletes = pendingDeletes.toVector
+    pendingPuts.clear()
+    pendingDeletes.clear()
+    PendingPack(puts, deletes)
+  }
+
+  /** The pack of `pending` failed: its changes are pending again (unless superseded meanwhile). */
+  def unpacked(pending: PendingPack): Unit = synchronized {
+    pending.puts.foreach(p => if (files.get(p.relPath).exists(_ eq p.file)) pendingPuts += p.relPath)
+    pending.deletes.foreach(d => if (!files.contains(d)) pendingDeletes += d)
+  }
+
+  /**
+   * Pack `seq` at `path` holds `pending`: its files that are still current are served from
+   * it from now on. Returns the heap bytes released (none when the root keeps them in heap).
+   */
+  def packed(seq: Long, path: Path, index: PackIndex, pending: PendingPack): Long = synchronized {
+    var releasedBytes = 0L
+    val heldByPack = mutable.HashSet[String]()
+    pending.puts.zip(index.entries).foreach { case (p, e) =>
+      if (files.get(p.relPath).exists(_ eq p.file)) {
+        val f = p.file
+        f.packSeq = seq; f.pack = path; f.offset = e.offset; f.crc = e.crc
+        heldByPack += p.relPath
+        if (!keepInHeap && !released) {
+          releasedBytes += f.heapBytes
+          f.bytes = null
+        }
+      }
+    }
+    packs(seq) = (path, heldByPack)
+    releasedBytes
+  }
+
+  /**
+   * Removes from the index the oldest packs whose files are all superseded or deleted, and
+   * returns them, oldest first, for deletion (the newest pack always stays: it carries the
+   * sequence on).
+   */
+  def takeObsoletePacks(): Seq[Path] = synchronized {
+    val obsolete = mutable.ArrayBuffer[Path]()
+    while (packs.size > 1 && packs.head._2._2.isEmpty) {
+      val (seq, (path, _)) = packs.head
+      obsolete += path
+      packs.remove(seq)
+    }
+    obsolete.toVector
+  }
+
+  /** Replays one pack read from disk (restore): its deletions, then its files, served from it. */
+  private def replay(seq: Long, path: Path, index: PackIndex): Unit = synchronized {
+    index.deleted.foreach(delete)
+    val held = mutable.HashSet[String]()
+    index.entries.foreach { e =>
+      files.get(e.relPath).foreach(unlinkFromPack(e.relPath, _))
+      // Served from the pack: a state reader (or a restarted query) should not pin the
+      // whole checkpoint in driver heap; new batches' files are kept per the storage.
+      val f = new InlineFile(null, e.length)
+      f.packSeq = seq; f.pack = path; f.offset = e.offset; f.crc = e.crc
+      files(e.relPath) = f
+      held += e.relPath
+    }
+    packs(seq) = (path, held)
+    // Deletions replayed from packs are already durable.
+    pendingDeletes.clear()
+  }
+
+  def fileCount: Int = synchronized(files.size)
+}
+
+private[coordinator] object RootState {
+  private val QueryId = """"id"\s*:\s*"([^"]+)"""".r
+
+  def readQueryId(root: String, conf: Configuration): String =
+    CheckpointFiles.readSmall(new Path(root, "metadata"), conf)
+      .flatMap(b => QueryId.findFirstMatchIn(new String(b, StandardCharsets.UTF_8)).map(_.group(1)))
+      .getOrElse("")
+
+  /**
+   * Rebuilds a root's inline files from its packs, oldest first. A pack that vanishes while
+   * they are read was obsolete (a running query's cleaner deletes only those, oldest first):
+   * the packs are listed and read again.
+   */
+  def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
+    var attempt = 1
+    while (true) {
+      loadOnce(root, keepInHeap, storage, conf, lastAttempt = attempt == MaxLoadAttempts).foreach(s => return s)
+      attempt += 1
+    }
+    throw new IllegalStateException("unreachable")
+  }
+
+  private val MaxLoadAttempts = 3
+
+  private def loadOnce(root: String, keepInHeap: Boolean, storage: String, conf: Configuration,
+      lastAttempt: Boolean): Option[RootState] = {
+    val state = new RootState(root, persistent = true, keepInHeap, storage)
+    state.markerWritten = true
+    val seqs = PackFiles.sequences(root, conf)
+    // Packs are numbered without gaps and only the oldest are ever deleted: a gap is a lost
+    // pack, and the state it held would silently be older than the commit log says.
+    seqs.zip(seqs.drop(1)).find { case (a, b) => b != a + 1 }.foreach { case (a, b) =>
+      throw CorruptPackException(PackFiles.path(root, a + 1).toString,
+        s"it is missing, while packs ${StatePack.fileName(a)} and ${StatePack.fileName(b)} exist")
+    }
+    seqs.foreach { seq =>
+      val path = PackFiles.path(root, seq)
+      val index = PackFiles.readIndex(path, conf).getOrElse {
+        if (!lastAttempt) return None
+        throw CorruptPackException(path.toString, "it disappeared while being read, again and again")
+      }
+      val expected = state.queryId(conf)
+      if (index.queryId.nonEmpty && expected.nonEmpty && index.queryId != expected) {
+        throw CorruptPackException(path.toString, s"it belongs to query ${index.queryId}, but " +
+          s"the checkpoint $root is of query $expected (a pack copied from another checkpoint?)")
+      }
+      state.replay(seq, path, index)
+    }
+    CheckpointCoordinator.log.info(s"Restored ${state.fileCount} inline state files of $root from ${seqs.size} packs")
+    Some(state)
+  }
+}

@@ -1,0 +1,244 @@
+package io.sparkcheckpointstorage.coordinator
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+import java.util.concurrent.{Callable, ExecutionException, Executors, Future, TimeoutException, TimeUnit}
+
+import scala.collection.mutable
+import scala.util.Random
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.api.plugin.PluginContext
+import org.scalatest.{BeforeAndAfterAll, BeforeAndAfterEach}
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkcheckpointstorage.packs.{CorruptPackException, PackFiles}
+
+/**
+ * The coordinator under concurrency: no request waits for another query's file I/O, puts
+ * that race a pack write land in the next pack, and the durability order (batch N's state
+ * restorable before `commits/N`) holds with several queries committing and restoring at once.
+ */
+class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach with BeforeAndAfterAll {
+  private val dirs = mutable.ArrayBuffer[File]()
+  private val pool = Executors.newCachedThreadPool()
+
+  override def afterEach(): Unit = {
+    PausingFileSystem.pause.foreach(_.release.countDown())
+    PausingFileSystem.pause = None
+    CheckpointCoordinator.driverInstance = None
+    CoordinatorClient.executorContext = None
+    dirs.foreach(org.apache.commons.io.FileUtils.deleteQuietly)
+    dirs.clear()
+  }
+
+  override def afterAll(): Unit = pool.shutdownNow()
+
+  private def newCheckpoint(queryId: String): File = {
+    val dir = Files.createTempDirectory("scs-coord").toFile
+    dirs += dir
+    Files.write(new File(dir, "metadata").toPath, s"""{"id":"$queryId"}""".getBytes(UTF_8))
+    dir
+  }
+
+  private val conf: Configuration = {
+    val c = new Configuration()
+    PausingFileSystem.conf.foreach { case (k, v) => c.set(k, v) }
+    c
+  }
+
+  private def put(root: String, rel: String, content: String): PutInline =
+    PutInline(root, rel, content.getBytes(UTF_8), "test storage", persistent = true, keepInHeap = false)
+
+  /** The content of `rel` as a coordinator serves it, from heap or from its pack. */
+  private def read(c: CheckpointCoordinator, root: String, rel: String): Option[String] =
+    c.handle(GetInline(root, rel)) match {
+      case InlineBytes(b) => Some(new String(b, UTF_8))
+      case InPack(pack, offset, length, crc) =>
+        Some(new String(PackFiles.readEntry(pack, offset, length, crc, rel, conf), UTF_8))
+      case NotInline => None
+      case other => fail(s"GetInline($root, $rel) answered $other")
+    }
+
+  private def async[T](body: => T): Future[T] = pool.submit(new Callable[T] { def call(): T = body })
+
+  /** The result of `f`; a minute without one means it waited on something it must not. */
+  private def within[T](f: Future[T], what: String): T =
+    try f.get(60, TimeUnit.SECONDS) catch {
+      case _: TimeoutException => fail(s"$what did not complete: it waited for another query's file I/O")
+      case e: ExecutionException => throw e.getCause
+    }
+
+  test("a pack write held on the file system stalls no request and no other query's commit") {
+    val (dirA, dirB) = (newCheckpoint("qa"), newCheckpoint("qb"))
+    val (a, b) = (PausingFileSystem.root(dirA), PausingFileSystem.root(dirB))
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    assert(c.handle(put(a, "state/0/0/1.heap-delta", "a1")) == Done)
+    assert(c.handle(put(b, "state/0/0/1.heap-delta", "b1")) == Done)
+    val pause = new PausingFileSystem.Pause(p => p.toString.startsWith(a) && p.getName.endsWith(".pack"))
+    PausingFileSystem.pause = Some(pause)
+    val commitA = async(c.beforeCommit(a, 0))
+    assert(pause.awaitEntered(), "query A's pack write never reached the file system")
+
+    within(async {
+      assert(c.handle(put(b, "state/0/1/1.heap-delta", "b2")) == Done)
+      assert(read(c, b, "state/0/0/1.heap-delta").contains("b1"))
+      assert(c.handle(put(a, "state/0/1/1.heap-delta", "a2")) == Done)
+      assert(read(c, a, "state/0/0/1.heap-delta").contains("a1"))
+      c.beforeCommit(b, 0)
+    }, "Requests of both queries and query B's commit")
+    assert(new File(dirB, "state-packs/1.pack").exists())
+    assert(!new File(dirA, "state-packs/1.pack").exists(), "query A's pack write is still held")
+
+    pause.release.countDown()
+    within(commitA, "Query A's commit")
+    assert(new File(dirA, "state-packs/1.pack").exists())
+  }
+
+  test("a restore reading its packs stalls no other query") {
+    val (dirA, dirB) = (newCheckpoint("qa"), newCheckpoint("qb"))
+    val (a, b) = (PausingFileSystem.root(dirA), PausingFileSystem.root(dirB))
+    val before = new CheckpointCoordinator(conf, Long.MaxValue)
+    before.handle(put(a, "state/0/0/1.heap-delta", "a1"))
+    before.beforeCommit(a, 0)
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)  // a restarted driver
+    val pause = new PausingFileSystem.Pause(p => p.toString.startsWith(a) && p.getName.endsWith(".pack"))
+    PausingFileSystem.pause = Some(pause)
+    val restoreA = async(read(c, a, "state/0/0/1.heap-delta"))
+    assert(pause.awaitEntered(), "query A's restore never reached its pack")
+
+    within(async {
+      assert(c.handle(put(b, "state/0/0/1.heap-delta", "b1")) == Done)
+      assert(read(c, b, "state/0/0/1.heap-delta").contains("b1"))
+      c.beforeCommit(b, 0)
+    }, "Query B's requests and commit")
+
+    pause.release.countDown()
+    assert(within(restoreA, "Query A's restore").contains("a1"))
+  }
+
+  test("puts and deletes racing a pack write land in the next pack, exactly") {
+    val dir = newCheckpoint("q")
+    val root = PausingFileSystem.root(dir)
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "x-old"))
+    c.handle(put(root, "state/0/0/2.heap-delta", "y"))
+    val pause = new PausingFileSystem.Pause(p => p.getName == "1.pack")
+    PausingFileSystem.pause = Some(pause)
+    val commit = async(c.beforeCommit(root, 0))
+    assert(pause.awaitEntered())
+    // While pack 1 is written from x-old and y: x is replaced, y deleted, z added.
+    within(async {
+      c.handle(put(root, "state/0/0/1.heap-delta", "x-new"))
+      c.handle(DeleteInline(root, "state/0/0/2.heap-delta"))
+      c.handle(put(root, "state/0/0/3.heap-delta", "z"))
+    }, "Requests during the pack write")
+    pause.release.countDown()
+    within(commit, "The commit")
+    assert(read(c, root, "state/0/0/1.heap-delta").contains("x-new"), "pack 1 must not shadow the newer put")
+    assert(read(c, root, "state/0/0/2.heap-delta").isEmpty)
+    assert(c.heldInlineBytes == "x-new".length + "z".length, "only the unpacked files stay in heap")
+
+    // Batch 0's state as committed: pack 1 alone restores x-old and y.
+    val atBatch0 = new CheckpointCoordinator(conf, Long.MaxValue)
+    assert(read(atBatch0, root, "state/0/0/1.heap-delta").contains("x-old"))
+    assert(read(atBatch0, root, "state/0/0/2.heap-delta").contains("y"))
+    c.beforeCommit(root, 1)
+    val atBatch1 = new CheckpointCoordinator(conf, Long.MaxValue)
+    assert(read(atBatch1, root, "state/0/0/1.heap-delta").contains("x-new"))
+    assert(read(atBatch1, root, "state/0/0/2.heap-delta").isEmpty)
+    assert(read(atBatch1, root, "state/0/0/3.heap-delta").contains("z"))
+    assert(c.heldInlineBytes == 0)
+  }
+
+  test("a failed pack write keeps its changes pending: the next commit writes them") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    // Pack 1 cannot be written: a file stands where its directory goes.
+    Files.write(new File(dir, "state-packs").toPath, Array[Byte](1))
+    intercept[java.io.IOException](c.beforeCommit(root, 0))
+    assert(new File(dir, "state-packs").delete())
+    c.beforeCommit(root, 0)
+    assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/0/1.heap-delta").contains("v1"))
+  }
+
+  test("several queries committing and restoring at once: each batch's state is restorable when its commit returns") {
+    val queries = 6
+    val partitions = 8
+    val batches = 6
+    val roots = (0 until queries).map(q => new File(newCheckpoint(s"q$q").getAbsolutePath).toURI.toString.stripSuffix("/"))
+    /** Query q, partition p, batch n's content: version n + 1 of the partition's state. */
+    def content(q: Int, p: Int, n: Int): String = s"q$q-p$p-b$n-" + "x" * new Random(q * 1000 + p * 10 + n).nextInt(300)
+    def rel(p: Int, version: Int): String = s"state/0/$p/$version.heap-delta"
+
+    // Queries 3-5 ran their first two batches in a previous driver: they restore from packs.
+    val previous = new CheckpointCoordinator(conf, Long.MaxValue)
+    (3 until queries).foreach { q =>
+      (0 until 2).foreach { n =>
+        (0 until partitions).foreach(p => previous.handle(put(roots(q), rel(p, n + 1), content(q, p, n))))
+        previous.beforeCommit(roots(q), n)
+      }
+    }
+    previous.awaitPackCleanup(60000)
+
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    val senders = Executors.newFixedThreadPool(8)
+    val runs = (0 until queries).map { q =>
+      async {
+        val first = if (q >= 3) 2 else 0
+        if (q >= 3) {
+          // The restore: tasks read the last committed batch's state back.
+          (0 until partitions).foreach(p => assert(read(c, roots(q), rel(p, 2)).contains(content(q, p, 1))))
+        }
+        (first until batches).foreach { n =>
+          // The batch's tasks, on several executors: each puts its partition's new version
+          // and deletes the version maintenance no longer needs.
+          val tasks = (0 until partitions).map { p =>
+            senders.submit(new Callable[Unit] {
+              def call(): Unit = {
+                assert(c.handle(put(roots(q), rel(p, n + 1), content(q, p, n))) == Done)
+                if (n >= 2) assert(c.handle(DeleteInline(roots(q), rel(p, n - 1))) == Done)
+              }
+            })
+          }
+          tasks.foreach(_.get())
+          c.beforeCommit(roots(q), n)
+          // Here Spark writes commits/n: a driver dying now restarts from exactly this state.
+          c.awaitPackCleanup(60000)
+          val restarted = new CheckpointCoordinator(conf, Long.MaxValue)
+          (0 until partitions).foreach { p =>
+            assert(read(restarted, roots(q), rel(p, n + 1)).contains(content(q, p, n)), s"query $q batch $n partition $p")
+            if (n >= 1) assert(read(restarted, roots(q), rel(p, n)).contains(content(q, p, n - 1)))
+            if (n >= 2) assert(read(restarted, roots(q), rel(p, n - 1)).isEmpty, "a deletion is durable with its batch")
+          }
+        }
+      }
+    }
+    try runs.zipWithIndex.foreach { case (r, q) => within(r, s"Query $q") } finally senders.shutdown()
+    assert(c.heldInlineBytes == 0, "every packed file was released from heap")
+  }
+
+  test("on an executor, a corrupt pack is raised as the CorruptPackException it is") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val driver = new CheckpointCoordinator(conf, Long.MaxValue)
+    driver.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    driver.beforeCommit(root, 0)
+    Files.write(new File(dir, "state-packs/1.pack").toPath, "garbage".getBytes(UTF_8))
+    val restarted = new CoordinatorEndpoint(new CheckpointCoordinator(conf, Long.MaxValue))
+    CoordinatorClient.executorContext = Some(new PluginContext {
+      override def ask(message: AnyRef): AnyRef = restarted.receive(message)
+      override def send(message: AnyRef): Unit = ()
+      override def metricRegistry() = null
+      override def conf() = null
+      override def executorID() = "1"
+      override def hostname() = "localhost"
+      override def resources() = java.util.Collections.emptyMap()
+    })
+    val e = intercept[CorruptPackException](CoordinatorClient.read(root, "state/0/0/1.heap-delta", conf))
+    assert(e.file.endsWith("state-packs/1.pack") && e.getMessage.contains("1.pack is unusable"), e.getMessage)
+  }
+}

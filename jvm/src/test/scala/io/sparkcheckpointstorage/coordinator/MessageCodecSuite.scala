@@ -1,0 +1,140 @@
+package io.sparkcheckpointstorage.coordinator
+
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The coordinator's wire format: every message round-trips, anything else is refused clearly. */
+class MessageCodecSuite extends AnyFunSuite {
+  private val put = PutInline("file:/tmp/cp-é", "state/0/1/2.heap-delta", Array[Byte](1, 2, 3),
+    "FileSystemCheckpointStorage (...)", persistent = true, keepInHeap = false)
+
+  private val requests: Seq[CoordinatorRequest] = Seq(put,
+    put.copy(bytes = Array.emptyByteArray, persistent = false, keepInHeap = true),
+    GetInline("r", "state/0/0/1.heap-delta"), ExistsInline("r", "x"), ListInline("r", "state/0/0"),
+    DeleteInline("r", ""))
+
+  private val replies: Seq[CoordinatorReply] = Seq(Done, NotInline, IsInline,
+    InlineBytes(Array.tabulate[Byte](1000)(_.toByte)), InPack("file:/cp/state-packs/3.pack", 1L << 33, 77, -5),
+    Listing(Nil), Listing(Seq("state/0/0/1.heap-delta" -> 10L, "state/0/0/2.heap-delta" -> 0L))) ++
+    FailureKind.all.map(k => Failed(k, s"message of $k", "file:/cp/state-packs/1.pack"))
+
+  /** Case classes holding arrays compare them by reference: compare their content. */
+  private def same(a: Any, b: Any): Boolean = (a, b) match {
+    case (x: PutInline, y: PutInline) => x.copy(bytes = null) == y.copy(bytes = null) && x.bytes.sameElements(y.bytes)
+    case (InlineBytes(x), InlineBytes(y)) => x.sameElements(y)
+    case _ => a == b
+  }
+
+  private def refused(bytes: Array[Byte], maxBytes: Int = MessageCodec.MaxMessageBytes): String = {
+    val e = intercept[MalformedMessageException](MessageCodec.decodeRequest(bytes, maxBytes))
+    assert(e.getMessage.startsWith("Refused"), e.getMessage)
+    e.getMessage
+  }
+
+  test("every request and reply survives encoding and decoding") {
+    requests.foreach(r => assert(same(MessageCodec.decodeRequest(MessageCodec.encode(r)), r), r))
+    replies.foreach(r => assert(same(MessageCodec.decodeReply(MessageCodec.encode(r)), r), r))
+  }
+
+  test("a message cut anywhere is refused as malformed, never half-read") {
+    (requests.map(MessageCodec.encode) ++ Seq(MessageCodec.encode(put))).foreach { whole =>
+      (0 until whole.length).foreach(n => refused(whole.take(n)))
+    }
+    replies.map(MessageCodec.encode).foreach { whole =>
+      (0 until whole.length).foreach { n =>
+        intercept[MalformedMessageException](MessageCodec.decodeReply(whole.take(n)))
+      }
+    }
+  }
+
+  test("trailing bytes, another format version, an unknown tag or a foreign header are refused") {
+    val whole = MessageCodec.encode(GetInline("r", "x"))
+    assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
+    val otherVersion = whole.clone(); otherVersion(3) = 2
+    assert(refused(otherVersion).contains("format version 2, this jar speaks version 1"))
+    val unknownTag = whole.clone(); unknownTag(4) = 99
+    assert(refused(unknownTag).contains("unknown request tag 99"))
+    assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))
+    // A Java-serialized object is not a message either: nothing is deserialized.
+    val javaSerialized = {
+      val out = new java.io.ByteArrayOutputStream()
+      new java.io.ObjectOutputStream(out).writeObject(GetInline("r", "x").toString)
+      out.toByteArray
+    }
+    assert(refused(javaSerialized).contains("does not start with the message header"))
+    // A reply is not a request.
+    assert(refused(MessageCodec.encode(Done)).contains("unknown request tag 16"))
+  }
+
+  test("lengths are checked against what is left before anything is allocated") {
+    val header = MessageCodec.encode(GetInline("", "")).take(5)
+    def body(f: ByteBuffer => Unit): Array[Byte] = {
+      val b = ByteBuffer.allocate(64); f(b)
+      header ++ b.array().take(b.position())
+    }
+    assert(refused(body(_.putInt(-1))).contains("a string of length -1"))
+    assert(refused(body(_.putInt(Int.MaxValue))).contains(s"a string of length ${Int.MaxValue} (at most 65536)"))
+    assert(refused(body(_.putInt(40).put(Array.fill[Byte](8)(65)))).contains("a string needs 40 bytes, 8 are left"))
+    assert(refused(body(_.putInt(2).put(Array[Byte](-1, -2)))).contains("not UTF-8"))
+    // A put whose state bytes claim 2 GiB in a message of a few bytes.
+    val putHeader = MessageCodec.encode(put).take(5)
+    val lie = ByteBuffer.allocate(32).putInt(1).put(65.toByte).putInt(1).put(66.toByte).putInt(Int.MaxValue)
+    assert(refused(putHeader ++ lie.array().take(lie.position())).contains(s"a byte array needs ${Int.MaxValue} bytes"))
+    // A boolean that is neither 0 nor 1.
+    val encoded = MessageCodec.encode(put)
+    encoded(encoded.length - 1) = 7
+    assert(refused(encoded).contains("a boolean of value 7"))
+  }
+
+  test("replies are checked the same way: a listing count that cannot fit, an unknown error kind") {
+    val listing = MessageCodec.encode(Listing(Nil))
+    val lie = listing.take(5) ++ ByteBuffer.allocate(4).putInt(1000000).array()
+    assert(intercept[MalformedMessageException](MessageCodec.decodeReply(lie)).getMessage
+      .contains("a count of 1000000 entries"))
+    val failed = MessageCodec.encode(Failed(FailureKind.Io, "m"))
+    failed(5) = 42
+    assert(intercept[MalformedMessageException](MessageCodec.decodeReply(failed)).getMessage
+      .contains("unknown error kind 42"))
+  }
+
+  test("an oversized message is refused naming the limit and what to use instead") {
+    val message = refused(MessageCodec.encode(put.copy(bytes = new Array[Byte](2000))), maxBytes = 1024)
+    assert(message.contains("at most 1024 are accepted") && message.contains("FileSystemCheckpointStorage"), message)
+  }
+
+  test("the endpoint answers garbage with a refusal of its kind and keeps serving") {
+    val endpoint = new CoordinatorEndpoint(new CheckpointCoordinator(new Configuration(), Long.MaxValue), 4096)
+    def ask(message: AnyRef): CoordinatorReply =
+      MessageCodec.decodeReply(endpoint.receive(message).asInstanceOf[Array[Byte]])
+    Seq[AnyRef]("a string", null, Array[Byte](1, 2, 3), MessageCodec.encode(put.copy(bytes = new Array[Byte](5000))))
+      .foreach { garbage =>
+        ask(garbage) match {
+          case Failed(FailureKind.MalformedMessage, message, _) => assert(message.startsWith("Refused"), message)
+          case other => fail(s"$garbage answered with $other")
+        }
+      }
+    assert(ask(MessageCodec.encode(GetInline("file:/nowhere", "state/0/0/1.heap-delta"))) == NotInline)
+  }
+
+  test("an error keeps its kind across the RPC: the asking side raises the same exception class") {
+    import io.sparkcheckpointstorage.packs.CorruptPackException
+    import io.sparkcheckpointstorage.storage.{CorruptCheckpointException, StateSizeLimitException}
+    val corrupt = CorruptPackException("file:/cp/state-packs/2.pack", "its index cannot be read")
+    val across = CoordinatorFailures.toException(
+      MessageCodec.decodeReply(MessageCodec.encode(CoordinatorFailures.toReply(corrupt))).asInstanceOf[Failed])
+    across match {
+      case c: CorruptPackException =>
+        assert(c.getMessage == corrupt.getMessage && c.file == "file:/cp/state-packs/2.pack")
+        assert(c.isInstanceOf[CorruptCheckpointException])
+      case other => fail(s"a corrupt pack crossed the RPC as $other")
+    }
+    def kindOf(e: Exception): Class[_] = CoordinatorFailures.toException(CoordinatorFailures.toReply(e)).getClass
+    assert(kindOf(new StateSizeLimitException("x")) == classOf[StateSizeLimitException])
+    assert(kindOf(new IllegalStateException("x")) == classOf[IllegalStateException])
+    assert(kindOf(new IllegalArgumentException("x")) == classOf[IllegalArgumentException])
+    assert(kindOf(new java.io.IOException("x")) == classOf[java.io.IOException])
+  }
+}
