@@ -33,7 +33,11 @@ object CheckpointFiles {
     } else if (NoAtomicRename.contains(path.toUri.getScheme)) {
       new DirectOutputStream(path, overwrite, conf)
     } else {
-      new FileContextBasedCheckpointFileManager(path.getParent, conf).createAtomic(path, overwrite)
+      // Spark's rename-based stream (temp file, rename) creates no parent folder, and HDFS
+      // refuses a file in a missing one (the first pack of a checkpoint, for one).
+      val manager = new FileContextBasedCheckpointFileManager(path.getParent, conf)
+      manager.mkdirs(path.getParent)
+      manager.createAtomic(path, overwrite)
     }
   }
 

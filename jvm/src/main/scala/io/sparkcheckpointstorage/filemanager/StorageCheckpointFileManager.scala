@@ -46,12 +46,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     StatePaths.splitState(qualified(p)) match {
-      case Some((root, rel)) =>
+      case Some((root, rel)) if !StatePaths.isStoreMetadata(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
-      case None =>
+      case _ =>
         StatePaths.commit(qualified(p)).foreach { case (root, batch) =>
           CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
         }
