@@ -380,3 +380,30 @@ class HadoopFiles:
     def delete(self, path: str):
         p, fs = self._fs(path)
         fs.delete(p, True)
+
+
+def describe(fs: RemoteFs) -> Dict:
+    """What a process needs to use ``fs`` and read its counters (see :func:`read_counters`)."""
+    d = {"scheme": fs.scheme, "uri": fs.uri, "spark_conf": spark_settings(fs)}
+    if isinstance(fs, SeaweedS3):
+        d["metrics_port"] = fs.metrics_port
+    elif isinstance(fs, MiniDfs):
+        d["http_port"], d["port"] = fs.http_port, fs.port
+    return d
+
+
+def read_counters(description: Dict) -> Dict[str, int]:
+    """The server-side counters of the file system :func:`describe` describes: S3 requests by
+    type (and ``total``), or the namenode's RPCs and file operations."""
+    if description["scheme"] == "s3a":
+        fs = SeaweedS3.__new__(SeaweedS3)
+        fs.metrics_port = description["metrics_port"]
+        return fs.request_counts()
+    fs = MiniDfs.__new__(MiniDfs)
+    fs.http_port, fs.port = description["http_port"], description["port"]
+    return fs.namenode_counters()
+
+
+def start(scheme: str, work: str) -> RemoteFs:
+    """Starts ``hdfs`` (MiniDFSCluster) or ``s3a`` (SeaweedFS) with its data under ``work``."""
+    return {"hdfs": MiniDfs, "s3a": SeaweedS3}[scheme](work)

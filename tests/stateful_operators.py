@@ -233,7 +233,14 @@ class Driver:
         os.makedirs(self.source, exist_ok=True)
         self.operators = [OPERATORS[n] for n in spec["operators"]]
         self.queries = {}
-        self.log = {"killed": [], "batches": {}, "state_rows_removed": {}, "seconds": []}
+        #: executors killed by every driver of the scenario so far (a killed driver's own
+        #: log is lost, so kills are also kept in a file of the work folder)
+        self.killed_file = os.path.join(self.work, "executors-killed.json")
+        killed = []
+        if os.path.exists(self.killed_file):
+            with open(self.killed_file) as f:
+                killed = json.load(f)
+        self.log = {"killed": killed, "batches": {}, "state_rows_removed": {}, "seconds": []}
         #: set when the driver is to die in the queries' next batch (see kill_driver)
         self.kill_armed = threading.Event()
         self.kill_barrier = threading.Barrier(len(self.operators))
@@ -397,6 +404,9 @@ class Driver:
         executor_id = min(pids, key=int)
         os.kill(pids[executor_id], signal.SIGKILL)
         self.log["killed"].append({"executor": executor_id, "pid": pids[executor_id]})
+        with open(self.killed_file + ".tmp", "w") as f:
+            json.dump(self.log["killed"], f)
+        os.rename(self.killed_file + ".tmp", self.killed_file)
         print("KILLED executor %s pid %d" % (executor_id, pids[executor_id]), flush=True)
 
     def wait_for_executors(self, n: int, timeout: float = 60):
