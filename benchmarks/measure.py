@@ -171,6 +171,10 @@ def main(params_file: str) -> int:
 
         def counters() -> Dict[str, int]:
             return realfs.read_counters(remote)
+    else:
+        def checkpoint_files() -> Set[str]:
+            """The files of the checkpoint's state/ and state-packs/, relative to it."""
+            return {os.path.relpath(os.path.join(d, f), checkpoint) for d in state_dirs for f in list_files(d)}
     conf = {k: spark.conf.get(k, None) for k in sorted(set(variant["conf"]) | set(params["extra_conf"]) | {
         "spark.sql.streaming.stateStore.providerClass", "spark.sql.streaming.checkpointFileManagerClass",
         "spark.plugins", "spark.sql.shuffle.partitions"})}
@@ -217,42 +221,27 @@ def main(params_file: str) -> int:
         return {"warmup_ms": round((time.perf_counter() - t0) * 1000), "unload": jvm.unload_state_stores()}
 
     def run_batch(query, batch_id: int, input_file: str) -> Dict:
-        if remote:
-            return run_remote_batch(query, batch_id, input_file)
-        before = set().union(*(set(os.path.join(d, f) for f in list_files(d)) for d in state_dirs))
-        gc0 = jvm.gc_ms()
-        feed(input_file, source)
-        t0 = time.perf_counter()
-        query.processAllAvailable()
-        wall_ms = (time.perf_counter() - t0) * 1000
-        p = progress_of(query, batch_id)
-        after_by_dir = [set(os.path.join(d, f) for f in list_files(d)) for d in state_dirs]
-        after = set().union(*after_by_dir)
-        new = after - before
-        return batch_record(p, batch_id, wall_ms, gc0, new & after_by_dir[0], new & after_by_dir[1],
-                            before - after, after)
-
-    def run_remote_batch(query, batch_id: int, input_file: str) -> Dict:
-        """As run_batch, on a remote checkpoint: the server's counters (S3 requests by type,
-        or namenode RPCs and file operations) are read right before the input file is fed
-        and right after the batch's progress report, and the checkpoint is listed outside
-        that window, so the listings of this harness are not counted."""
+        """Feeds one file and waits for its batch. On a remote checkpoint the server's
+        counters (S3 requests by type, or namenode RPCs and file operations) are read right
+        before the file is fed and right after the batch's progress report, and the
+        checkpoint is listed outside that window: this harness's listings are not counted."""
         before = checkpoint_files()
-        c0 = counters()
+        c0 = counters() if remote else None
         gc0 = jvm.gc_ms()
         feed(input_file, source)
         t0 = time.perf_counter()
         query.processAllAvailable()
         wall_ms = (time.perf_counter() - t0) * 1000
         p = progress_of(query, batch_id)
-        c1 = counters()
+        c1 = counters() if remote else None
         after = checkpoint_files()
         new = after - before
         b = batch_record(p, batch_id, wall_ms, gc0, {f for f in new if f.startswith("state/")},
                          {f for f in new if f.startswith("state-packs/")}, before - after, after)
-        delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
-        b["requests" if remote["scheme"] == "s3a" else "namenode"] = delta
-        b["objects_created"] = len(new)
+        if remote:
+            delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
+            b["requests" if remote["scheme"] == "s3a" else "namenode"] = delta
+            b["objects_created"] = len(new)
         return b
 
     def batch_record(p: Dict, batch_id: int, wall_ms: float, gc0: int, new_state: Set[str],

@@ -31,7 +31,7 @@ sys.path.insert(0, TESTS)
 import realfs  # noqa: E402
 import stateful_operators as so  # noqa: E402
 from test_stateful_operators import (  # noqa: E402
-    CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, ScenarioFailed, check,
+    CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, cached_scenarios, check,
     check_killed_between_state_commit_and_commit_log, run_scenario, storage_of)
 
 #: One scenario per file system and storage, all operators side by side: the driver is
@@ -57,23 +57,14 @@ def unique(fs, what: str) -> str:
 
 @pytest.fixture(scope="module")
 def operator_results(remote_fs, tmp_path_factory):
-    cache = {}
-
-    def get(storage):
-        if storage not in cache:
-            try:
-                cache[storage] = run_scenario(
-                    tmp_path_factory.mktemp("%s-%s" % (remote_fs.scheme, storage)),
-                    PROVIDER_NAMES[0], "kills_then_restart", storage, OPERATORS,
-                    steps=STEPS[storage],
-                    extra={"checkpoint_root": unique(remote_fs, "operators-" + storage),
-                           "spark_conf": realfs.spark_settings(remote_fs)})
-            except ScenarioFailed as e:
-                cache[storage] = e
-        if isinstance(cache[storage], ScenarioFailed):
-            pytest.fail(str(cache[storage]), pytrace=False)
-        return cache[storage]
-    return get
+    """storage -> results of its scenario on this file system (run once)."""
+    def run(storage):
+        return run_scenario(
+            tmp_path_factory.mktemp("%s-%s" % (remote_fs.scheme, storage)),
+            PROVIDER_NAMES[0], "kills_then_restart", storage, OPERATORS, steps=STEPS[storage],
+            extra={"checkpoint_root": unique(remote_fs, "operators-" + storage),
+                   "spark_conf": realfs.spark_settings(remote_fs)})
+    return cached_scenarios(run)
 
 
 @pytest.mark.parametrize("name", OPERATORS)

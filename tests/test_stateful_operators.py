@@ -112,26 +112,32 @@ def run_scenario(root, provider: str, scenario: str, storage=None, operators=Non
     return results
 
 
-@pytest.fixture(scope="module")
-def scenario_results(tmp_path_factory):
-    """(provider, scenario[, storage]) -> results, each scenario run once for all its
-    operators."""
+def cached_scenarios(run):
+    """``get(*key)``: ``run(*key)`` once per key, its results shared by the tests that ask; a
+    scenario that failed fails each of them with its message."""
     cache = {}
 
-    def get(provider, scenario, storage=None):
-        key = (provider, scenario, storage)
+    def get(*key):
         if key not in cache:
             try:
-                cache[key] = run_scenario(
-                    tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
-                    provider, scenario, storage,
-                    STORAGE_OPERATORS if storage else None)
+                cache[key] = run(*key)
             except ScenarioFailed as e:
                 cache[key] = e
         if isinstance(cache[key], ScenarioFailed):
             pytest.fail(str(cache[key]), pytrace=False)
         return cache[key]
     return get
+
+
+@pytest.fixture(scope="module")
+def scenario_results(tmp_path_factory):
+    """(provider, scenario[, storage]) -> results, each scenario run once for all its
+    operators."""
+    def run(provider, scenario, storage=None):
+        return run_scenario(
+            tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
+            provider, scenario, storage, STORAGE_OPERATORS if storage else None)
+    return cached_scenarios(run)
 
 
 def check(results, provider, name):

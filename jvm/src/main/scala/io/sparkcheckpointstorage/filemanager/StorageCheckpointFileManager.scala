@@ -1,6 +1,6 @@
 package io.sparkcheckpointstorage.filemanager
 
-import java.io.ByteArrayInputStream
+import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
@@ -72,7 +72,9 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
-    val real = if (fs.exists(dir)) fs.listStatus(dir, filter) else Array.empty[FileStatus]
+    // One listing, no existence probe first: on an object store a probe is a HEAD and a
+    // LIST of its own, on HDFS a namenode RPC.
+    val real = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
     val inline = StatePaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
         case Listing(files) => files.map { case (rel, len) =>
