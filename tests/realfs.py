@@ -355,10 +355,15 @@ class HadoopFiles:
         if not fs.exists(p):
             return []
         base = str(fs.makeQualified(p).toString()).rstrip("/") + "/"
-        it = fs.listFiles(p, True)
         out = []
-        while it.hasNext():
-            out.append(str(it.next().getPath().toString())[len(base):])
+        try:
+            it = fs.listFiles(p, True)
+            while it.hasNext():
+                out.append(str(it.next().getPath().toString())[len(base):])
+        except Exception as e:  # noqa: BLE001 - py4j's error; the folder went meanwhile
+            if "FileNotFoundException" not in str(e):
+                raise
+            return []
         return sorted(out)
 
     def read(self, path: str) -> bytes:
