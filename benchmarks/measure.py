@@ -133,7 +133,11 @@ def main(params_file: str) -> int:
     #: "run": the workload from a fresh checkpoint; "new_driver_restart" (W3, after "run"):
     #: one more batch of the query on the run's checkpoint, in this new driver JVM.
     phase = params.get("phase", "run")
+    #: a remote checkpoint file system (run.py started its server): see tests/realfs.py
+    remote = params.get("remote")
     source, checkpoint = os.path.join(run_dir, "source"), os.path.join(run_dir, "checkpoint")
+    if remote:
+        checkpoint = "%s/%s/checkpoint" % (remote["uri"].rstrip("/"), os.path.basename(run_dir))
     if phase == "run":
         shutil.rmtree(run_dir, ignore_errors=True)
         os.makedirs(source)
@@ -150,11 +154,27 @@ def main(params_file: str) -> int:
                .config("spark.sql.shuffle.partitions", str(shape["partitions"]))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
-    for k, v in list(variant["conf"].items()) + list(params["extra_conf"].items()):
+    for k, v in list((remote or {}).get("spark_conf", {}).items()) + \
+            list(variant["conf"].items()) + list(params["extra_conf"].items()):
         builder = builder.config(k, v.replace("{checkpoint}", checkpoint).replace("{run_dir}", run_dir))
     spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     jvm = Jvm(spark)
+    if remote:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+        import realfs
+        remote_files = realfs.HadoopFiles(spark)
+
+        def checkpoint_files() -> Set[str]:
+            """Every file of the checkpoint, relative to it (a listing of the remote folder)."""
+            return set(remote_files.walk(checkpoint))
+
+        def counters() -> Dict[str, int]:
+            return realfs.read_counters(remote)
+    else:
+        def checkpoint_files() -> Set[str]:
+            """The files of the checkpoint's state/ and state-packs/, relative to it."""
+            return {os.path.relpath(os.path.join(d, f), checkpoint) for d in state_dirs for f in list_files(d)}
     conf = {k: spark.conf.get(k, None) for k in sorted(set(variant["conf"]) | set(params["extra_conf"]) | {
         "spark.sql.streaming.stateStore.providerClass", "spark.sql.streaming.checkpointFileManagerClass",
         "spark.plugins", "spark.sql.shuffle.partitions"})}
@@ -201,21 +221,36 @@ def main(params_file: str) -> int:
         return {"warmup_ms": round((time.perf_counter() - t0) * 1000), "unload": jvm.unload_state_stores()}
 
     def run_batch(query, batch_id: int, input_file: str) -> Dict:
-        before = set().union(*(set(os.path.join(d, f) for f in list_files(d)) for d in state_dirs))
+        """Feeds one file and waits for its batch. On a remote checkpoint the server's
+        counters (S3 requests by type, or namenode RPCs and file operations) are read right
+        before the file is fed and right after the batch's progress report, and the
+        checkpoint is listed outside that window: this harness's listings are not counted."""
+        before = checkpoint_files()
+        c0 = counters() if remote else None
         gc0 = jvm.gc_ms()
         feed(input_file, source)
         t0 = time.perf_counter()
         query.processAllAvailable()
         wall_ms = (time.perf_counter() - t0) * 1000
         p = progress_of(query, batch_id)
-        after_by_dir = [set(os.path.join(d, f) for f in list_files(d)) for d in state_dirs]
-        after = set().union(*after_by_dir)
+        c1 = counters() if remote else None
+        after = checkpoint_files()
         new = after - before
+        b = batch_record(p, batch_id, wall_ms, gc0, {f for f in new if f.startswith("state/")},
+                         {f for f in new if f.startswith("state-packs/")}, before - after, after)
+        if remote:
+            delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in set(c0) | set(c1)}
+            b["requests" if remote["scheme"] == "s3a" else "namenode"] = delta
+            b["objects_created"] = len(new)
+        return b
+
+    def batch_record(p: Dict, batch_id: int, wall_ms: float, gc0: int, new_state: Set[str],
+                     new_packs: Set[str], deleted: Set[str], after: Set[str]) -> Dict:
         d = p.get("durationMs", {})
         return {"batch": batch_id, "ms": d.get("triggerExecution", 0), "addBatch_ms": d.get("addBatch", 0),
                 "wall_ms": round(wall_ms, 1), "durationMs": d, "numInputRows": p.get("numInputRows"),
-                "state_files": len(new & after_by_dir[0]), "pack_files": len(new & after_by_dir[1]),
-                "files_deleted": len(before - after), "files_total": len(after),
+                "state_files": len(new_state), "pack_files": len(new_packs),
+                "files_deleted": len(deleted), "files_total": len(after),
                 "gc_ms": jvm.gc_ms() - gc0, "heap_used": jvm.used_heap(gc=False),
                 **operator_metrics(p)}
 

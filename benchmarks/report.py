@@ -12,7 +12,16 @@ DESIGN_REFERENCE = {
     "W1": "HDFS / RocksDB+changelog: 13 s / 13 s per batch; ~400 state files per batch",
     "W2": "HDFS / RocksDB+changelog: 1.7-2.0 s / 1.7 s per batch; commit 0.7-0.9 s / 0.6 s",
     "W3": "HDFS: 0.9 s -> 2.1 s -> OOM (100k, 1M, 3M); RocksDB: 1.3 s at 1M, 1.2 s at 3M, restart 24 s at 3M",
+    "W4": "not measured before this benchmark",
 }
+
+#: S3 request types counted per batch (the server's own count), in table order. SeaweedFS
+#: counts a HEAD as a GET (its type label is the same), so GET here is GET + HEAD.
+REQUEST_TYPES = ["PUT", "GET", "LIST", "DELETE", "COPY"]
+#: Namenode counters per batch (its JMX): (key, column title).
+NAMENODE_FIELDS = [("rpc", "namenode RPCs"), ("files_created", "files created"), ("create", "creates"),
+                   ("get_listing", "listings"), ("file_info", "file infos"), ("files_renamed", "renames"),
+                   ("files_deleted", "deletes")]
 
 #: The metrics compared as ratios: (key in stats, column title).
 RATIO_METRICS = [("ms", "batch"), ("commit_ms", "commit"), ("files", "state files")]
@@ -36,7 +45,17 @@ def stats(run: Dict, warmup: int) -> Dict:
     heap, restart = run.get("heap") or {}, run.get("restart") or {}
     new_driver = run.get("restart_new_driver") or {}
     first = batches[0] if batches else {}
+    remote: Dict = {}
+    if any(b.get("requests") for b in steady):
+        for t in REQUEST_TYPES + ["total"]:
+            remote["req_" + t] = _mean([b["requests"].get(t, 0) for b in steady if b.get("requests") is not None])
+        remote["objects_created"] = _mean(col("objects_created"))
+    if any(b.get("namenode") for b in steady):
+        for key, _ in NAMENODE_FIELDS:
+            remote["nn_" + key] = _mean([b["namenode"].get(key, 0) for b in steady if b.get("namenode") is not None])
+        remote["objects_created"] = _mean(col("objects_created"))
     return {
+        **remote,
         "steady_batches": len(steady),
         "ms": _mean(col("ms")), "ms_median": _median(col("ms")), "ms_max": max(col("ms"), default=None),
         "addBatch_ms": _mean(col("addBatch_ms")),
@@ -184,6 +203,10 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
                     "~1M keys, a few MB of other heap churn moves these by tens of bytes per key.")
             text.append(note)
             md += ["", "_" + note + "_"]
+        t, m = _remote_table(sh)
+        if t:
+            text += [""] + t
+            md += [""] + m
         # Ratios: ours against the built-ins of this shape.
         summary["shapes"][lab] = {"stats": sh.stats, "ratios": {}}
         if sh.ours and sh.builtins:
@@ -263,6 +286,45 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
     return "\n".join(text).lstrip("\n"), "\n".join(md).lstrip("\n") + "\n", summary
 
 
+def _remote_table(sh: "Shape") -> Tuple[List[str], List[str]]:
+    """Per-batch requests to the remote checkpoint file system (means over the steady
+    batches), each variant's and its ratio against hdfs (Spark's default)."""
+    names = [n for n in sh.stats if "req_total" in sh.stats[n] or "nn_rpc" in sh.stats[n]]
+    if not names:
+        return [], []
+    s3 = "req_total" in sh.stats[names[0]]
+    fields = ([("req_" + t, "GET+HEAD" if t == "GET" else t) for t in REQUEST_TYPES]
+              + [("req_total", "all requests")] if s3
+              else [("nn_" + k, title) for k, title in NAMENODE_FIELDS])
+    fields += [("objects_created", "objects created" if s3 else "files in checkpoint created")]
+    base = sh.stats.get("hdfs")
+    header = ["variant"] + [title for _, title in fields] + ["batch", "commit"]
+    rows = []
+    for n in names:
+        st = sh.stats[n]
+        rows.append([n] + [_n(st.get(f)) for f, _ in fields] + [_s(st["ms"]), _s(st["commit_ms"])])
+        if base is not None and n != "hdfs":
+            rows.append(["  / hdfs"] + [_x(_ratio(st.get(f), base.get(f))) for f, _ in fields]
+                        + [_x(_ratio(st["ms"], base["ms"])), _x(_ratio(st["commit_ms"], base["commit_ms"]))])
+    t, m = _table(header, rows)
+    title = ("S3 requests per batch (the server's count, means over the steady batches; ratios "
+             "against hdfs, Spark's default)" if s3 else
+             "HDFS namenode work per batch (its JMX counters, means over the steady batches; ratios "
+             "against hdfs, Spark's default)")
+    return [title + ":"] + t, [title + ":", ""] + m
+
+
+def headline(summary_shapes: Dict, results: List[Dict], warmup: int, ours: str = "heap-fs") -> Optional[Dict]:
+    """W4's one-line result: ``ours`` against HDFSBacked (PUTs, all requests, batch, commit)."""
+    sh = Shape([r for r in results], warmup)
+    if ours not in sh.stats or "hdfs" not in sh.stats or "req_total" not in sh.stats[ours]:
+        return None
+    a, b = sh.stats[ours], sh.stats["hdfs"]
+    r = lambda f: None if _ratio(a.get(f), b.get(f)) is None else round(_ratio(a.get(f), b.get(f)), 4)  # noqa: E731
+    return {"workload": "W4", "put_ratio": r("req_PUT"), "request_ratio": r("req_total"),
+            "batch_ratio": r("ms"), "commit_ratio": r("commit_ms")}
+
+
 def _describe(w: Dict) -> str:
     extra = (" [quick]" if w["quick"] else "") + (" [custom shape]" if w["custom"] else "")
     if w["preload"]:
@@ -296,6 +358,19 @@ def _targets(name: str, shapes: Dict[str, "Shape"]) -> Tuple[List[str], List[Dic
         return next((r["status"] for r in sh.runs if r["variant"] == v), "not run")
 
     for v in ours:
+        if name == "W4":
+            sh = list(shapes.values())[0]
+            if v not in sh.stats or "hdfs" not in sh.stats:
+                lines.append("  MISS %-18s run %s (or no hdfs run)" % (v, status(sh, v)))
+                checks.append({"variant": v, "target": "run", "verdict": "MISS", "value": status(sh, v)})
+                continue
+            s, h = sh.stats[v], sh.stats["hdfs"]
+            for f, title, lim in [("req_PUT", "PUT requests per batch / HDFSBacked", 0.01),
+                                  ("req_total", "all requests per batch / HDFSBacked", 0.05),
+                                  ("ms", "batch time / HDFSBacked", 0.3),
+                                  ("commit_ms", "commit time / HDFSBacked", 0.05)]:
+                check(v, title, _ratio(s.get(f), h.get(f)), lim, why_missing="not measured")
+            continue
         if name in ("W1", "W2"):
             sh = list(shapes.values())[0]
             if v not in sh.stats:

@@ -30,6 +30,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+import realfs as remote_fs  # noqa: E402
 import report  # noqa: E402
 import variants as variants_mod  # noqa: E402
 from workloads import W3_KEYS, Workload, input_dir, parse_count, workload, write_inputs  # noqa: E402
@@ -60,9 +62,16 @@ def _first_cause(text: str) -> Optional[str]:
 def _progress_line(tag: str, b: Dict) -> str:
     what = "batch %d/%d%s" % (b["batch"] + 1, b["total"], " (preload)" if b.get("preload") else "")
     packs = " (%d of them packs)" % b["pack_files"] if b["pack_files"] else ""
-    return ("[%s] %s: %s, addBatch %s, commit %s, %d state files%s, %d rows, mem %.1f MB, GC %d ms"
+    line = ("[%s] %s: %s, addBatch %s, commit %s, %d state files%s, %d rows, mem %.1f MB, GC %d ms"
             % (tag, what, _fmt_s(b["ms"]), _fmt_s(b["addBatch_ms"]), _fmt_s(b["commitTimeMs"]),
                b["state_files"] + b["pack_files"], packs, b["numRowsTotal"], b["memoryUsedBytes"] / 1e6, b["gc_ms"]))
+    if b.get("requests"):
+        line += "; requests: " + ", ".join("%s %d" % (k, v) for k, v in sorted(b["requests"].items()) if v)
+        line += "; %d objects created" % b.get("objects_created", 0)
+    elif b.get("namenode"):
+        line += "; namenode: %d RPCs, %d files created" % (b["namenode"].get("rpc", 0),
+                                                           b["namenode"].get("files_created", 0))
+    return line
 
 
 def _run_child(params_file: str, log_file: str, mode: str, deadline: float,
@@ -110,7 +119,8 @@ def _run_child(params_file: str, log_file: str, mode: str, deadline: float,
     return rc, timed_out
 
 
-def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], extra_conf: Dict) -> Dict:
+def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], extra_conf: Dict,
+                remote: Optional[Dict] = None) -> Dict:
     """Runs one variant in a fresh Python process (and so a fresh driver JVM); never raises."""
     tag = "%s %s" % (w.label, name)
     run_dir = os.path.join(args.workdir, "runs", "%s-%s" % (w.label, name))
@@ -121,7 +131,7 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
     log_file = os.path.join(logs, "%s-%s.log" % (w.label, name))
     with open(params_file, "w") as f:
         json.dump({"workload": w.as_dict(), "variant": dict(variant, name=name), "inputs": inputs,
-                   "run_dir": run_dir, "extra_conf": extra_conf,
+                   "run_dir": run_dir, "extra_conf": extra_conf, "remote": remote,
                    "heap_warmup": not args.no_heap_warmup}, f, indent=1)
     result: Dict = {"variant": name, "label": variant["label"], "builtin": variant["builtin"],
                     "reference": bool(variant.get("reference")),
@@ -201,7 +211,10 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workload", choices=["W1", "W2", "W3"])
+    parser.add_argument("--workload", choices=["W1", "W2", "W3", "W4"])
+    parser.add_argument("--checkpoint-fs", choices=["local", "hdfs", "s3a"], default=None,
+                        help="where the checkpoints go: local (default; W4: s3a), hdfs (a "
+                        "MiniDFSCluster) or s3a (SeaweedFS), both started on 127.0.0.1 for the run")
     parser.add_argument("--report", metavar="RESULTS.json",
                         help="print the summary of an earlier run's JSON again (nothing is run)")
     parser.add_argument("--providers", "--variants", dest="providers", default=None,
@@ -241,7 +254,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.timeout = 3600 if args.workload == "W3" else 1800
 
     try:
-        names = [n.strip() for n in (args.providers or ",".join(variants_mod.DEFAULT)).split(",") if n.strip()]
+        default = variants_mod.DEFAULT_BY_WORKLOAD.get(args.workload, variants_mod.DEFAULT)
+        names = [n.strip() for n in (args.providers or ",".join(default)).split(",") if n.strip()]
         all_variants = variants_mod.resolve(names, args.variant)
         extra_conf: Dict[str, str] = {}
         for c in args.conf:
@@ -252,7 +266,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             key_list = [parse_count(args.keys)]
         else:
             key_list = W3_KEYS if args.workload == "W3" else [None]
-        shapes = [workload(args.workload, k, args.quick, args.partitions, args.batches, args.rows) for k in key_list]
+        shapes = [workload(args.workload, k, args.quick, args.partitions, args.batches, args.rows,
+                           args.checkpoint_fs) for k in key_list]
     except ValueError as e:
         parser.error(str(e))
     if "spark.driver.memory" in extra_conf:
@@ -274,14 +289,25 @@ def main(argv: Optional[List[str]] = None) -> int:
               "compare ratios within this run" % (host["load_at_start"], host["cores"]), flush=True)
 
     results: List[Dict] = []
+    servers: Dict[str, object] = {}
     try:
         for w in shapes:
             print("\n" + w.describe(), flush=True)
             inputs = write_inputs(w, input_dir(args.workdir, w))
+            remote = None
+            if w.checkpoint_fs != "local":
+                if w.checkpoint_fs not in servers:
+                    servers[w.checkpoint_fs] = remote_fs.start(
+                        w.checkpoint_fs, os.path.join(args.workdir, "servers", "%s-%s" % (w.checkpoint_fs, stamp)))
+                    print("%s server up: %s" % (w.checkpoint_fs, servers[w.checkpoint_fs].uri), flush=True)
+                remote = remote_fs.describe(servers[w.checkpoint_fs])
             for name in names:
-                results.append(run_variant(args, name, all_variants[name], w, inputs, extra_conf))
+                results.append(run_variant(args, name, all_variants[name], w, inputs, extra_conf, remote))
     except KeyboardInterrupt:
         print("\ninterrupted: reporting what was measured", flush=True)
+    finally:
+        for server in servers.values():
+            server.stop()
 
     if not results:
         return 1
@@ -312,6 +338,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.no_plot and report_plot(results, base + ".png", "%s (%s)" % (label, started)):
         written.append(base + ".png")
     print("\nwritten: " + ", ".join(os.path.relpath(p) for p in written), flush=True)
+    if args.workload == "W4":
+        line = report.headline(doc["summary"]["shapes"], results, args.warmup)
+        doc["headline"] = line
+        save()
+        # The last line: FileSystemCheckpointStorage (heap-fs) against HDFSBacked.
+        print(json.dumps(line if line else {"workload": "W4", "error": "heap-fs or hdfs did not run"}), flush=True)
     return 0
 
 

@@ -65,6 +65,8 @@ VARIANTS: Dict[str, Dict] = {
 }
 
 DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver", "no-state"]
+#: W4 (checkpoint on S3): the built-ins on Spark's own file manager, and our two storages.
+DEFAULT_BY_WORKLOAD = {"W4": ["hdfs", "rocksdb", "rocksdb-changelog", "heap-fs", "heap-driver"]}
 
 
 def parse_confs(text: str) -> Dict[str, str]:

@@ -7,6 +7,7 @@ Every workload is the same query: a parquet file source read one file per trigge
 
 - W1: 200 shuffle partitions, 10k keys, 10 batches x 10k rows
 - W2: 8 shuffle partitions, 100k keys, 10 batches x 100k rows
+- W4: W1's shape with the checkpoint on ``s3a://`` (a SeaweedFS server on 127.0.0.1)
 - W3: 4 shuffle partitions, a preload batch holding each of K keys once, then 10 batches of
   20k updates of existing keys, then a restart (a new query on the same checkpoint) timed
   on its first batch; K = 100k, 1M, 3M
@@ -43,11 +44,16 @@ class Workload:
     quick: bool = False
     #: True when a command-line override changed the DESIGN shape (targets then indicative).
     custom: bool = False
+    #: where the checkpoint lives: "local", "hdfs" (MiniDFSCluster) or "s3a" (SeaweedFS)
+    checkpoint_fs: str = "local"
 
     @property
     def label(self) -> str:
         """W1, W2, or W3-1M: what the progress lines and result files are called."""
-        return "%s-%s" % (self.name, human(self.keys)) if self.name == "W3" else self.name
+        label = "%s-%s" % (self.name, human(self.keys)) if self.name == "W3" else self.name
+        if self.checkpoint_fs != REMOTE_FS.get(self.name, "local"):
+            label += "-" + self.checkpoint_fs
+        return label
 
     @property
     def total_batches(self) -> int:
@@ -64,9 +70,10 @@ class Workload:
             return ("%s: %d partitions, preload %s keys, then %d batches of %s updates, then a restart%s"
                     % (self.label, self.partitions, human(self.keys), self.batches,
                        human(self.rows_per_batch), extra))
-        return ("%s: %d partitions, %s keys, %d batches x %s rows%s"
+        return ("%s: %d partitions, %s keys, %d batches x %s rows%s%s"
                 % (self.label, self.partitions, human(self.keys), self.batches,
-                   human(self.rows_per_batch), extra))
+                   human(self.rows_per_batch), extra,
+                   "" if self.checkpoint_fs == "local" else ", checkpoint on %s://" % self.checkpoint_fs))
 
     def as_dict(self) -> Dict:
         d = asdict(self)
@@ -80,7 +87,11 @@ DESIGN_SHAPES = {
     "W1": (200, 10_000, 10, 10_000),
     "W2": (8, 100_000, 10, 100_000),
     "W3": (4, 100_000, 10, 20_000),
+    # W1 with the checkpoint on s3a:// (SeaweedFS on 127.0.0.1): run.py starts the server.
+    "W4": (200, 10_000, 10, 10_000),
 }
+#: Workloads whose checkpoint is on a remote file system by definition.
+REMOTE_FS = {"W4": "s3a"}
 #: DESIGN section 8: the W3 key counts.
 W3_KEYS = [100_000, 1_000_000, 3_000_000]
 
@@ -109,7 +120,7 @@ def human(n: int) -> str:
 
 def workload(name: str, keys: Optional[int] = None, quick: bool = False,
              partitions: Optional[int] = None, batches: Optional[int] = None,
-             rows: Optional[int] = None) -> Workload:
+             rows: Optional[int] = None, checkpoint_fs: Optional[str] = None) -> Workload:
     """The DESIGN shape of ``name``; ``quick`` divides keys and rows by 10 and runs 3 batches."""
     if name not in DESIGN_SHAPES:
         raise ValueError("unknown workload %s (one of %s)" % (name, ", ".join(DESIGN_SHAPES)))
@@ -127,10 +138,12 @@ def workload(name: str, keys: Optional[int] = None, quick: bool = False,
         custom, b = custom or batches != b, batches
     if rows is not None:
         custom, r = custom or rows != r, rows
+    fs = checkpoint_fs or REMOTE_FS.get(name, "local")
     if name == "W3":
         r = min(r, k)  # updates are distinct existing keys
-        return Workload("W3", p, k, b, r, preload=True, restart=True, quick=quick, custom=custom)
-    return Workload(name, p, k, b, r, quick=quick, custom=custom)
+        return Workload("W3", p, k, b, r, preload=True, restart=True, quick=quick, custom=custom,
+                        checkpoint_fs=fs)
+    return Workload(name, p, k, b, r, quick=quick, custom=custom, checkpoint_fs=fs)
 
 
 def input_dir(workdir: str, w: Workload) -> str:

@@ -99,3 +99,31 @@ def _forget_first_session_storage_settings():
     for key in list(system.getProperties().stringPropertyNames()):
         if key.startswith("spark.sql.streaming.checkpointStorage"):
             system.clearProperty(key)
+
+
+# --------------------------------------------------------------------------------------
+# Real remote file systems (tests/realfs.py): each server starts once per pytest run, on
+# first use, and stops at the end of the run.
+
+@pytest.fixture(scope="session")
+def minidfs(tmp_path_factory):
+    """A real HDFS: MiniDFSCluster in its own JVM, ``hdfs://127.0.0.1:<port>``."""
+    import realfs
+    fs = realfs.MiniDfs(str(tmp_path_factory.mktemp("minidfs")))
+    yield fs
+    fs.stop()
+
+
+@pytest.fixture(scope="session")
+def seaweed_s3(tmp_path_factory):
+    """A real S3-compatible object store: SeaweedFS on 127.0.0.1, ``s3a://<bucket>``."""
+    import realfs
+    fs = realfs.SeaweedS3(str(tmp_path_factory.mktemp("seaweedfs")))
+    yield fs
+    fs.stop()
+
+
+@pytest.fixture(scope="module", params=["hdfs", "s3a"])
+def remote_fs(request):
+    """Each remote file system in turn (module-scoped, so a module's tests group by it)."""
+    return request.getfixturevalue({"hdfs": "minidfs", "s3a": "seaweed_s3"}[request.param])

@@ -221,7 +221,10 @@ class Driver:
     ``driver`` with a checkpoint path, so that its packs persist), ``operators``, ``feed``
     (list of batch numbers, or ``"flush"``), ``kill_executor_after`` (batch numbers: SIGKILL
     one executor JVM right after writing that file), ``kill_driver_at`` (a batch number: see
-    :meth:`kill_driver`), ``results`` (write results.json at the end)."""
+    :meth:`kill_driver`), ``results`` (write results.json at the end), ``checkpoint_root``
+    (optional: a file system URI for the queries' checkpoints and the driver storage's packs,
+    e.g. ``hdfs://...`` or ``s3a://...``; default ``<work>``), ``spark_conf`` (optional: more
+    settings for the session, e.g. what reaches that file system)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -230,11 +233,22 @@ class Driver:
         os.makedirs(self.source, exist_ok=True)
         self.operators = [OPERATORS[n] for n in spec["operators"]]
         self.queries = {}
-        self.log = {"killed": [], "batches": {}, "state_rows_removed": {}, "seconds": []}
+        #: executors killed by every driver of the scenario so far (a killed driver's own
+        #: log is lost, so kills are also kept in a file of the work folder)
+        self.killed_file = os.path.join(self.work, "executors-killed.json")
+        killed = []
+        if os.path.exists(self.killed_file):
+            with open(self.killed_file) as f:
+                killed = json.load(f)
+        self.log = {"killed": killed, "batches": {}, "state_rows_removed": {}, "seconds": []}
         #: set when the driver is to die in the queries' next batch (see kill_driver)
         self.kill_armed = threading.Event()
         self.kill_barrier = threading.Barrier(len(self.operators))
         self.killed_batches = {}
+        self.checkpoint_root = spec.get("checkpoint_root") or self.work
+
+    def checkpoint(self, op: Operator) -> str:
+        return "%s/checkpoints/%s" % (self.checkpoint_root.rstrip("/"), op.name)
 
     # -- session
 
@@ -260,7 +274,9 @@ class Driver:
             builder = builder.config(STORAGE_CONF, storage)
             if storage == "driver":
                 builder = builder.config(STORAGE_CONF + ".checkpointPath",
-                                         os.path.join(self.work, "driver-storage"))
+                                         self.checkpoint_root.rstrip("/") + "/driver-storage")
+        for k, v in (self.spec.get("spark_conf") or {}).items():
+            builder = builder.config(k, v)
         fm = self.spec.get("file_manager")
         if fm:
             builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
@@ -319,7 +335,7 @@ class Driver:
         stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(self.source))
         return (op.build(stream).writeStream.queryName(op.name).outputMode(op.mode)
                 .foreachBatch(sink).trigger(processingTime="100 milliseconds")
-                .option("checkpointLocation", os.path.join(self.work, "checkpoints", op.name))
+                .option("checkpointLocation", self.checkpoint(op))
                 .start())
 
     def outputs(self, op: Operator) -> Dict[int, list]:
@@ -388,6 +404,9 @@ class Driver:
         executor_id = min(pids, key=int)
         os.kill(pids[executor_id], signal.SIGKILL)
         self.log["killed"].append({"executor": executor_id, "pid": pids[executor_id]})
+        with open(self.killed_file + ".tmp", "w") as f:
+            json.dump(self.log["killed"], f)
+        os.rename(self.killed_file + ".tmp", self.killed_file)
         print("KILLED executor %s pid %d" % (executor_id, pids[executor_id]), flush=True)
 
     def wait_for_executors(self, n: int, timeout: float = 60):
@@ -408,6 +427,8 @@ class Driver:
         print("SESSION in %.1f s" % (time.time() - started), flush=True)
         if self.spec["master"].startswith("local-cluster"):
             self.log["executors_at_start"] = self.wait_for_executors(2)
+        # What the previous driver left (read through Hadoop: any file system).
+        self.log["commit_logs_at_start"] = {op.name: self.commit_log(op) for op in self.operators}
         for op in self.operators:
             self.queries[op.name] = self.start(op)
         try:
@@ -437,6 +458,23 @@ class Driver:
             self.write_results(spark)
         spark.stop()
 
+    def commit_log(self, op: Operator) -> list:
+        """(newest offsets/N, newest commits/N) of the query's checkpoint, None where empty."""
+        from realfs import HadoopFiles
+        files = HadoopFiles(self.spark)
+        newest = lambda d: max((int(n) for n in files.list(d) if n.isdigit()), default=None)  # noqa: E731
+        return [newest(self.checkpoint(op) + "/offsets"), newest(self.checkpoint(op) + "/commits")]
+
+    def checkpoint_facts(self, op: Operator) -> dict:
+        """The provider recorded in the newest offset log entry; the storage marker."""
+        from realfs import HadoopFiles
+        files = HadoopFiles(self.spark)
+        offsets = self.checkpoint(op) + "/offsets"
+        latest = max((n for n in files.list(offsets) if n.isdigit()), key=int)
+        marker = self.checkpoint(op) + "/checkpoint-storage"
+        return {"offsets": files.read(offsets + "/" + latest).decode(),
+                "storage": files.read(marker).decode() if files.exists(marker) else None}
+
     def write_results(self, spark):
         from pyspark.sql import functions as F
         batch_df = self.events(spark.createDataFrame(self.all_input(), SOURCE_SCHEMA))
@@ -447,6 +485,7 @@ class Driver:
                 "got": final_result(op, self.outputs(op)),
                 "expected": sort_rows(as_strings(expected, op.columns)),
                 "output_batches": len(self.outputs(op)),
+                "checkpoint": self.checkpoint_facts(op),
             }
         with open(os.path.join(self.work, "results.json"), "w") as f:
             json.dump({"operators": results, "log": self.log}, f)

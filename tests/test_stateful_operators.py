@@ -73,24 +73,18 @@ class ScenarioFailed(Exception):
     pass
 
 
-def commit_logs(work, operators) -> dict:
-    """operator -> (newest offsets/N, newest commits/N) in its checkpoint."""
-    def newest(d):
-        ids = [int(f) for f in os.listdir(d) if f.isdigit()] if os.path.isdir(d) else []
-        return max(ids) if ids else None
-    return {name: (newest(os.path.join(work, "checkpoints", name, "offsets")),
-                   newest(os.path.join(work, "checkpoints", name, "commits")))
-            for name in operators}
-
-
-def run_scenario(root, provider: str, scenario: str, storage=None, operators=None) -> dict:
+def run_scenario(root, provider: str, scenario: str, storage=None, operators=None,
+                 steps=None, extra=None) -> dict:
+    """Runs a scenario's driver processes; ``steps`` replaces ``SCENARIOS[scenario]`` and
+    ``extra`` adds to every step's spec (e.g. ``checkpoint_root``, ``spark_conf``)."""
     work = root / "work"
-    steps = SCENARIOS[scenario]
+    steps = steps or SCENARIOS[scenario]
     operators = operators or OPERATORS
     after_kill = None
     for i, step in enumerate(steps):
         spec = dict(step, work=str(work), provider=provider, file_manager=FILE_MANAGER,
-                    storage=storage, operators=operators, results=(i == len(steps) - 1))
+                    storage=storage, operators=operators, results=(i == len(steps) - 1),
+                    **(extra or {}))
         expect_exit = spec.pop("expect_exit", 0)
         step_dir = root / ("driver-%d" % i)
         step_dir.mkdir()
@@ -102,8 +96,7 @@ def run_scenario(root, provider: str, scenario: str, storage=None, operators=Non
         (step_dir / "stdout.txt").write_text(result.stdout)
         (step_dir / "stderr.txt").write_text(result.stderr)
         if expect_exit and result.returncode == expect_exit:
-            after_kill = {"commit_logs": commit_logs(str(work), operators),
-                          "killed_in": json.loads((work / "driver-killed.json").read_text())}
+            after_kill = {"killed_in": json.loads((work / "driver-killed.json").read_text())}
             continue
         try:
             assert_ok(result)
@@ -111,30 +104,40 @@ def run_scenario(root, provider: str, scenario: str, storage=None, operators=Non
             raise ScenarioFailed("%s, driver %d of %d: %s" % (scenario, i + 1, len(steps), e))
     results = json.loads((work / "results.json").read_text())
     results["work"] = str(work)
+    if after_kill is not None:
+        # The offset and commit logs the killed driver left, as the next driver found them
+        # before starting its queries (read through Hadoop: local or remote alike).
+        after_kill["commit_logs"] = results["log"]["commit_logs_at_start"]
     results["after_kill"] = after_kill
     return results
 
 
-@pytest.fixture(scope="module")
-def scenario_results(tmp_path_factory):
-    """(provider, scenario[, storage]) -> results, each scenario run once for all its
-    operators."""
+def cached_scenarios(run):
+    """``get(*key)``: ``run(*key)`` once per key, its results shared by the tests that ask; a
+    scenario that failed fails each of them with its message."""
     cache = {}
 
-    def get(provider, scenario, storage=None):
-        key = (provider, scenario, storage)
+    def get(*key):
         if key not in cache:
             try:
-                cache[key] = run_scenario(
-                    tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
-                    provider, scenario, storage,
-                    STORAGE_OPERATORS if storage else None)
+                cache[key] = run(*key)
             except ScenarioFailed as e:
                 cache[key] = e
         if isinstance(cache[key], ScenarioFailed):
             pytest.fail(str(cache[key]), pytrace=False)
         return cache[key]
     return get
+
+
+@pytest.fixture(scope="module")
+def scenario_results(tmp_path_factory):
+    """(provider, scenario[, storage]) -> results, each scenario run once for all its
+    operators."""
+    def run(provider, scenario, storage=None):
+        return run_scenario(
+            tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
+            provider, scenario, storage, STORAGE_OPERATORS if storage else None)
+    return cached_scenarios(run)
 
 
 def check(results, provider, name):
@@ -155,11 +158,8 @@ def check(results, provider, name):
                         name, op.mode, tuple(op.columns), len(got), len(expected),
                         missing[:20], extra[:20]), pytrace=False)
     # The query really ran on the provider under test: Spark records it in the checkpoint.
-    offsets = os.path.join(results["work"], "checkpoints", name, "offsets")
-    latest = max((f for f in os.listdir(offsets) if f.isdigit()), key=int)
-    with open(os.path.join(offsets, latest)) as f:
-        assert '"spark.sql.streaming.stateStore.providerClass":"%s"' % so.provider_class(
-            provider) in f.read()
+    assert '"spark.sql.streaming.stateStore.providerClass":"%s"' % so.provider_class(
+        provider) in r["checkpoint"]["offsets"]
 
 
 @pytest.mark.parametrize("name", OPERATORS)
@@ -225,8 +225,8 @@ def test_driver_killed_before_commit_log(scenario_results, provider, name):
 
 
 def storage_of(results, name) -> str:
-    with open(os.path.join(results["work"], "checkpoints", name, "checkpoint-storage")) as f:
-        return f.read()
+    """The storage marker the checkpoint holds (read by the last driver)."""
+    return results["operators"][name]["checkpoint"]["storage"] or ""
 
 
 @pytest.mark.parametrize("name", STORAGE_OPERATORS)

@@ -23,9 +23,11 @@ def files_under(path):
                   for d, _, fs in os.walk(path) for f in fs)
 
 
-def run_aggregation(spark, root, batches, keys=50, start_batch=0):
+def run_aggregation(spark, root, batches, keys=50, start_batch=0, checkpoint=None):
+    """Runs the aggregation over ``batches`` new input files (under ``root``); its
+    checkpoint is ``checkpoint`` (any Hadoop URI), by default ``<root>/checkpoint``."""
     source = os.path.join(str(root), "source")
-    checkpoint = os.path.join(str(root), "checkpoint")
+    checkpoint = checkpoint or os.path.join(str(root), "checkpoint")
     os.makedirs(source, exist_ok=True)
     query = (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k")
              .agg(F.count("*").alias("n"), F.sum("v").alias("s"))

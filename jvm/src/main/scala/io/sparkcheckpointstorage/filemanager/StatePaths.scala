@@ -17,6 +17,13 @@ object StatePaths {
     case _ => None
   }
 
+  /**
+   * Spark's per-store metadata (`state/<op>/<part>/_metadata/schema`): written once and never
+   * replaced, so it is written as a file of its own. Packed, it would keep the first pack
+   * live forever, and packs are deleted strictly oldest first: no pack would ever go.
+   */
+  def isStoreMetadata(relPath: String): Boolean = relPath.contains("/_metadata/")
+
   /** (checkpoint root, batch id) of a commit log entry. */
   def commit(path: Path): Option[(String, Long)] = path.toString match {
     case CommitFile(root, batch) => Some((root, batch.toLong))

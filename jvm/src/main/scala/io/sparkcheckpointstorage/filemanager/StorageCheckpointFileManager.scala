@@ -1,6 +1,6 @@
 package io.sparkcheckpointstorage.filemanager
 
-import java.io.ByteArrayInputStream
+import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
@@ -47,12 +47,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     StatePaths.splitState(qualified(p)) match {
-      case Some((root, rel)) =>
+      case Some((root, rel)) if !StatePaths.isStoreMetadata(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
-      case None =>
+      case _ =>
         StatePaths.commit(qualified(p)).foreach { case (root, batch) =>
           CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
         }
@@ -75,7 +75,9 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     StatePaths.logDirRoot(qualified(dir)).foreach { root =>
       CheckpointCoordinator.driverInstance.foreach(_.prepare(root))
     }
-    val real = if (fs.exists(dir)) fs.listStatus(dir, filter) else Array.empty[FileStatus]
+    // One listing, no existence probe first: on an object store a probe is a HEAD and a
+    // LIST of its own, on HDFS a namenode RPC.
+    val real = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
     val inline = StatePaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
         case Listing(files) => files.map { case (rel, len) =>

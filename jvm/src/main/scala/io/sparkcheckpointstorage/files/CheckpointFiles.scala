@@ -6,7 +6,7 @@ import java.nio.file.{Files, NoSuchFileException, Paths}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FSDataOutputStream, Path}
 
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 import io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager
@@ -33,7 +33,11 @@ object CheckpointFiles {
     } else if (NoAtomicRename.contains(path.toUri.getScheme)) {
       new DirectOutputStream(path, overwrite, conf)
     } else {
-      new FileContextBasedCheckpointFileManager(path.getParent, conf).createAtomic(path, overwrite)
+      // Spark's rename-based stream (temp file, rename) creates no parent folder, and HDFS
+      // refuses a file in a missing one (the first pack of a checkpoint, for one).
+      val manager = new FileContextBasedCheckpointFileManager(path.getParent, conf)
+      manager.mkdirs(path.getParent)
+      manager.createAtomic(path, overwrite)
     }
   }
 
@@ -82,9 +86,30 @@ object CheckpointFiles {
     else path.getFileSystem(conf).delete(path, false)
   }
 
+  /**
+   * An object store's output stream for `path`: one PUT (or a multipart upload) made visible,
+   * whole, on close. S3A is asked (Hadoop 3.4+ create-file options) to skip its existence
+   * probes before the upload (a HEAD and a LIST per file otherwise) and, without overwrite,
+   * to create the object only if it is absent (`If-None-Match: *`, checked by the store when
+   * the object is published): atomic where a probe then a PUT would race. A store or an
+   * S3A without conditional create gets the plain `create`, which probes first.
+   */
+  private def objectStoreCreate(path: Path, overwrite: Boolean, conf: Configuration): FSDataOutputStream = {
+    val fs = path.getFileSystem(conf)
+    try {
+      val builder = fs.createFile(path)
+      builder.overwrite(overwrite)
+      builder.opt("fs.s3a.create.performance", "true")
+      if (!overwrite) builder.must("fs.option.create.conditional.overwrite", "true")
+      builder.build()
+    } catch {
+      case _: IllegalArgumentException | _: UnsupportedOperationException => fs.create(path, overwrite)
+    }
+  }
+
   /** For object stores: the object appears complete on close, nothing appears on cancel. */
   private final class DirectOutputStream(path: Path, overwrite: Boolean, conf: Configuration)
-    extends CancellableFSDataOutputStream(path.getFileSystem(conf).create(path, overwrite)) {
+    extends CancellableFSDataOutputStream(objectStoreCreate(path, overwrite, conf)) {
     private var cancelled = false
     override def cancel(): Unit = {
       cancelled = true

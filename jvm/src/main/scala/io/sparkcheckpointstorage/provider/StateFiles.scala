@@ -18,7 +18,10 @@ final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
 
   /** Our files in the directory, sorted by version, a snapshot after the delta of its version. */
   def list(): Seq[StateFile] = {
-    val statuses: Array[FileStatus] = if (fm.exists(dir)) fm.list(dir) else Array.empty
+    // One listing, no existence probe first (on an object store a probe costs a HEAD and a
+    // LIST, for every store at every maintenance); a missing directory lists as empty.
+    val statuses: Array[FileStatus] =
+      try fm.list(dir) catch { case _: java.io.FileNotFoundException => Array.empty[FileStatus] }
     val ours = statuses.flatMap(s => parse(s.getPath))
     if (ours.isEmpty) {
       val foreign = statuses.map(_.getPath.getName).filter(n => ForeignFile.findFirstIn(n).isDefined)
