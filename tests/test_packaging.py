@@ -58,7 +58,12 @@ def test_unsupported_spark_line_fails_fast_naming_the_supported_ones():
 
 def test_jar_of_another_spark_line_is_refused_naming_the_right_artifact(subproc):
     line, scala = running_spark_line()
-    other = [(lo, sc) for lo, sc in SUPPORTED_SPARK_LINES if lo != line][0]
+    # Another line's jar of the same Scala binary version: one of another Scala version
+    # cannot even load its classes (scala.Serializable is gone in 2.13).
+    others = [(lo, sc) for lo, sc in SUPPORTED_SPARK_LINES if lo != line and sc == scala]
+    if not others:
+        pytest.skip("no other Spark line is built for Scala %s" % scala)
+    other = others[0]
     out = assert_ok(subproc.python("""
         from pyspark import SparkConf
         from pyspark.java_gateway import launch_gateway
