@@ -139,22 +139,21 @@ def _coordinator(spark):
     return spark.sparkContext._jvm.io.sparkcheckpointstorage.coordinator.CheckpointCoordinator.current()
 
 
-def _eventually_zero(read, seconds=10.0):
-    """Query listeners run on Spark's listener bus, shortly after stop() returns."""
-    import time
-    deadline = time.time() + seconds
-    while read() != 0 and time.time() < deadline:
-        time.sleep(0.1)
-    return read()
+def _drain_listener_bus(spark):
+    """Query listeners run on Spark's listener bus, after stop() returns: wait until it has
+    delivered every event posted so far (the query's termination among them)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
 
 
 def test_stopping_a_query_frees_its_driver_memory_and_queries_do_not_mix(spark, tmp_path):
     spark.conf.set(STORAGE, "driver")
     try:
         first = run_aggregation(spark, tmp_path / "one", batches=2)
-        assert _eventually_zero(lambda: _coordinator(spark).heldInlineBytes()) == 0
+        _drain_listener_bus(spark)
+        assert _coordinator(spark).heldInlineBytes() == 0
         second = run_aggregation(spark, tmp_path / "two", batches=3, keys=10)
-        assert _eventually_zero(lambda: _coordinator(spark).heldInlineBytes()) == 0
+        _drain_listener_bus(spark)
+        assert _coordinator(spark).heldInlineBytes() == 0
         assert not any(r.startswith("file:" + str(tmp_path / "one"))
                        for r in _coordinator(spark).knownRoots().mkString(",").split(","))
     finally:
@@ -181,11 +180,8 @@ def test_delete_on_cancellation_deletes_the_checkpoint_of_a_stopped_query(subpro
         q.processAllAvailable()
         print("BEFORE", sorted(os.listdir(checkpoint)))
         q.stop()
-        import time
-        for _ in range(50):
-            if not os.path.exists(checkpoint):
-                break
-            time.sleep(0.1)
+        # The deletion runs in the query listener, on Spark's listener bus.
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
         print("AFTER", os.path.exists(checkpoint))
     """ % str(tmp_path)))
     assert "state-packs" in out.split("BEFORE", 1)[1].splitlines()[0]

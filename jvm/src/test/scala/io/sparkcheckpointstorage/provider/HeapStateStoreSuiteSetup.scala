@@ -45,7 +45,18 @@ abstract class HeapStateStoreSuiteSetup extends StateStoreSuiteBase[HeapStateSto
     // The rest of it (CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT, operatorId, partitionId, a
     // "Failed to rename" cause) HeapStateStoreProviderSuite checks for HeapStateStore.
     "SPARK-18342: commit fails when rename fails" ->
-      "asserts the message names HDFSStateStore or RocksDBStateStore, not ours"
+      "asserts the message names HDFSStateStore or RocksDBStateStore, not ours",
+    // Spark 4.1's: loads a checkpoint that Spark 4.0's HDFS or RocksDB provider wrote (its
+    // test resources), and throws "Unknown ProviderClass" for any other provider.
+    "Load spark 4.0 golden checkpoint written without checksum" ->
+      "reads golden files of Spark's HDFS and RocksDB providers; throws for any other provider",
+    // Spark 4.1's: counts the files left after cleanup with minBatchesToRetain=1 (2 state
+    // files and their checksums). Cleanup keeps every version from latest - minBatchesToRetain
+    // restorable (here version 5: snapshot 3 and deltas 4-5), which Spark's HDFS provider
+    // drops; the checksum files themselves are written, checked and deleted with their state
+    // files (the 16 "overwrite state file without overwriting checksum file" tests pass).
+    "checksum files are also cleaned up during maintenance" ->
+      "asserts the HDFS provider's file count after cleanup; ours keeps version latest - minBatchesToRetain restorable"
   )
 
   override protected def test(testName: String, testTags: Tag*)(testBody: => Any)

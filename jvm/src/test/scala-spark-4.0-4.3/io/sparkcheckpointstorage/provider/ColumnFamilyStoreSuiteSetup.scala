@@ -8,9 +8,22 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
 
-/** Spark 4.2+'s `StateStoreSuiteBase` on [[HeapStateStoreProvider]] (4.3 runs 4.2.0's). */
-class HeapStateStoreSuite extends HeapStateStoreSuiteSetup {
+/**
+ * What Spark 4.x's `StateStoreSuiteBase` asks of a provider beyond 3.5's: the key encoder
+ * spec replaces the prefix column count, and every `newStoreProvider`/`getData` takes a
+ * `useColumnFamilies` flag (ignored, see [[HeapStateStoreSuiteSetup]]).
+ */
+abstract class ColumnFamilyStoreSuiteSetup extends HeapStateStoreSuiteSetup {
   import StateStoreTestsHelper._
+
+  /**
+   * Spark's suites switch these on through `withSQLConf` on the session; the provider is
+   * handed its own `SQLConf`, so they are carried over when set. Keys, not `SQLConf`
+   * entries: the checksums do not exist before 4.1 (files) and 4.2 (rows).
+   */
+  private val sessionConfsForProvider = Seq(
+    "spark.sql.streaming.checkpoint.fileChecksum.enabled",
+    "spark.sql.streaming.stateStore.rowChecksum.enabled")
 
   def newStoreProvider(
       opId: Long,
@@ -54,12 +67,6 @@ class HeapStateStoreSuite extends HeapStateStoreSuiteSetup {
 
   override def newStoreProvider(useColumnFamilies: Boolean): HeapStateStoreProvider = newStoreProvider()
 
-  override def newStoreProviderWithClonedConf(storeId: StateStoreId): HeapStateStoreProvider =
-    newStoreProvider(storeId.operatorId, storeId.partitionId, dir = storeId.checkpointRootLocation,
-      sqlConfOpt = Some(cloneSQLConf()))
-
-  override def newStoreProviderNoInit(): HeapStateStoreProvider = new HeapStateStoreProvider
-
   override def getLatestData(storeProvider: HeapStateStoreProvider,
       useColumnFamilies: Boolean = false): Set[((String, Int), Int)] =
     dataAt(storeProvider, latestVersion(storeProvider))
@@ -70,8 +77,8 @@ class HeapStateStoreSuite extends HeapStateStoreSuiteSetup {
 
   override def getDefaultSQLConf(minDeltasForSnapshot: Int, numOfVersToRetainInMemory: Int): SQLConf = {
     val sqlConf = baseSQLConf(minDeltasForSnapshot, numOfVersToRetainInMemory)
-    sqlConf.setConf(SQLConf.STREAMING_CHECKPOINT_FILE_CHECKSUM_ENABLED, SQLConf.get.checkpointFileChecksumEnabled)
-    sqlConf.setConf(SQLConf.STATE_STORE_ROW_CHECKSUM_ENABLED, SQLConf.get.stateStoreRowChecksumEnabled)
+    val session = SQLConf.get.getAllConfs
+    sessionConfsForProvider.foreach(key => session.get(key).foreach(sqlConf.setConfString(key, _)))
     sqlConf
   }
 }
