@@ -1,20 +1,13 @@
 package io.sparkcheckpointstorage.provider
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
-
 /** Spark 4.0's store settings and checks: checkpoint ids exist, no commit validation. */
 private[provider] object StateStoreBridge {
-  /** The file manager of a store directory (file checksums come with Spark 4.1). */
-  def fileManager(dir: Path, hadoopConf: Configuration, conf: StateStoreConf): CheckpointFileManager =
-    CheckpointFileManager.create(dir, hadoopConf)
-
   def unsupportedCheckpointFormat(conf: StateStoreConf): Option[String] =
     if (conf.enableStateStoreCheckpointIds) {
       Some("state store checkpoint format version 2; set spark.sql.streaming.stateStore.checkpointFormatVersion=1")

@@ -64,7 +64,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     this.hadoopConf = hadoopConf
     this.sparkConf = Option(SparkEnv.get).map(_.conf).getOrElse(new SparkConf(false))
     val dir = stateStoreId.storeCheckpointLocation()
-    this.fm = StateStoreBridge.fileManager(dir, hadoopConf, storeConfs)
+    this.fm = CheckpointFileManager.create(dir, hadoopConf)
     fm.mkdirs(dir)
     this.files = new StateFiles(dir, fm)
     this.live = new LiveState(keySchema, valueSchema, prefixCols)
