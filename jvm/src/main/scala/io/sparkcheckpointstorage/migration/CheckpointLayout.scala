@@ -48,6 +48,7 @@ object CheckpointLayout {
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
   private val OperatorMetadata = """^state/(\d+)/_metadata/metadata$""".r
+  private val OperatorMetadataV2 = """^state/(\d+)/_metadata/v2/.*$""".r
   private val mapper = new ObjectMapper()
 
   /**
@@ -88,6 +89,13 @@ object CheckpointLayout {
         s"version ${offsetConf(CheckpointFormatConf)} ($CheckpointFormatConf): its state files are " +
         "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
         s"Run the query with $CheckpointFormatConf=1 from a new checkpoint.")
+    }
+    entries.map(_.relPath).collectFirst { case OperatorMetadataV2(op) => op }.foreach { op =>
+      throw new MigrationException(s"Operator $op of the checkpoint $root has operator metadata of version 2 " +
+        s"(state/$op/_metadata/v2): it is a transformWithState operator, which keeps its state in column " +
+        "families that only Spark's RocksDBStateStoreProvider stores, and cannot be migrated. Supported: " +
+        "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
+        "flatMapGroupsWithState, applyInPandasWithState, session windows.")
     }
     val operators = entries.map(_.relPath).collect { case rel @ OperatorMetadata(_) => rel }.sorted
       .map(rel => parseOperator(text(rel), s"$root/$rel"))
