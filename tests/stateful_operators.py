@@ -227,7 +227,7 @@ class Driver:
     settings for the session, e.g. what reaches that file system), ``migrate_from`` and
     ``migrate_to`` (optional: before starting the queries, migrate each one's checkpoint under
     that checkpoint root to this one's with ``spark_checkpoint_storage.migration.migrate``, to
-    that provider)."""
+    that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -469,6 +469,11 @@ class Driver:
         for op in self.operators:
             source = "%s/checkpoints/%s" % (self.spec["migrate_from"].rstrip("/"), op.name)
             started = time.time()
+            if self.spec.get("via_canonical_savepoint"):
+                # Through a provider-neutral savepoint: its rows restored by the target.
+                from spark_checkpoint_storage.savepoints import savepoint
+                source = savepoint(source, os.path.join(self.work, "canonical", op.name),
+                                   format="canonical")
             result = migrate(source, self.checkpoint(op), to=self.spec["migrate_to"],
                              spark=self.spark)
             migrated[op.name] = dict(result.to_dict(), wall_seconds=round(time.time() - started, 1),

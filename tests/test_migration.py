@@ -29,6 +29,8 @@ OPERATORS = ["aggregation_update", "drop_duplicates", "drop_duplicates_within_wa
 
 #: direction -> (source provider, source storage, target provider, target storage, operators)
 DIRECTIONS = {
+    # a canonical savepoint of RocksDB state, restored by Spark's HDFS provider
+    "rocksdb_via_canonical_savepoint_to_hdfs": ("rocksdb", None, "hdfs", None, OPERATORS),
     "hdfs_to_heap": ("hdfs", None, "heap", None, list(so.OPERATORS)),
     "rocksdb_to_heap": ("rocksdb", None, "heap", None, OPERATORS),
     "heap_to_hdfs": ("heap", None, "hdfs", None, OPERATORS),
@@ -71,7 +73,8 @@ def directions(tmp_path_factory):
             run_driver(root, "target", dict(
                 common, provider=source, storage=target_storage,
                 checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
-                migrate_to=target, feed=[3, 4, "flush"], results=True))
+                migrate_to=target, feed=[3, 4, "flush"], results=True,
+                via_canonical_savepoint="canonical" in direction))
             cache[direction] = json.loads((work / "results.json").read_text())
         return cache[direction]
 
@@ -398,3 +401,49 @@ def test_killed_migration_leaves_the_target_unusable_and_says_so(spark, tmp_path
     import shutil
     shutil.rmtree(leftover)
     assert migrate(src, dst, to="rocksdb").rows == 200_000
+
+
+def test_canonical_savepoint(spark, small_checkpoint, tmp_path):
+    """A canonical savepoint holds the state rows as parquet (key and value structs, per
+    operator, store and partition) with a descriptor, and restores into any provider: each
+    restored checkpoint resumes with the counts of the batch computation."""
+    from spark_checkpoint_storage.migration import migrate
+    from spark_checkpoint_storage.savepoints import savepoint
+
+    before = tree(small_checkpoint)
+    sp = savepoint(small_checkpoint, str(tmp_path / "sp"), format="canonical")
+    assert tree(small_checkpoint) == before
+    with open(os.path.join(sp, "_savepoint")) as f:
+        manifest = json.load(f)
+    assert manifest["format"] == "canonical" and manifest["batchId"] == 1
+    assert manifest["sourceProvider"] == so.provider_class("hdfs") and manifest["rows"] == 10
+    [op] = manifest["operators"]
+    [store] = op["stores"]
+    assert store["name"] == "default" and store["numPartitions"] == 4
+    # Plain parquet, readable by anything: the key and value structs of the store.
+    rows = spark.read.parquet(os.path.join(sp, store["path"]))
+    assert [f.name for f in rows.schema.fields] == ["key", "value", "partition_id"]
+    assert rows.schema["key"].dataType.json() == store["keySchema"]
+    assert sorted(r.key.k for r in rows.collect()) == list(range(10))
+    assert not os.path.exists(os.path.join(sp, "state", "0", "0", "1.delta"))
+    assert sorted(os.listdir(os.path.join(sp, "commits"))) == ["0", "1"]
+
+    # One more file of input, which each restored query reads as its batch 2.
+    source = os.path.join(os.path.dirname(small_checkpoint), "source")
+    add_file(spark, source, spark.createDataFrame([(k, 5) for k in range(10)], COUNTS))
+    expected = {r.k: (r.n, r.s) for r in expected_counts(spark, source).collect()}
+    assert expected[3] == (11, 0 * 5 + 1 * 5 + 5)
+    for provider in ["rocksdb", "heap"]:
+        dst, out = str(tmp_path / ("dst-" + provider)), str(tmp_path / ("out-" + provider))
+        result = migrate(sp, dst, to=provider)
+        assert result.rows == 10 and result.batch_id == 1
+        assert result.target_provider == so.provider_class(provider)
+        query = count_query(spark, source, dst, out)
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        with open(os.path.join(dst, "offsets", "2")) as f:
+            assert so.provider_class(provider) in f.read()
+        got = {r.k: (r.n, r.s) for r in final_counts(spark, out).collect()}
+        assert got == expected, provider

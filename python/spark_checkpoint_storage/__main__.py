@@ -21,6 +21,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     save.add_argument("checkpoint", help="the query's checkpoint location")
     save.add_argument("target", help="the savepoint directory (must not exist or be empty)")
     save.add_argument("--batch", type=int, default=None, help="the committed batch to save")
+    save.add_argument("--format", choices=["native", "canonical"], default="native",
+                      help="native (default: resumes directly) or canonical (provider-neutral "
+                      "parquet rows; restore with: migrate SAVEPOINT DST --to PROVIDER)")
     mig = sub.add_parser("migrate", help="write a new checkpoint of a stopped query whose state "
                          "is written by another state store provider; the query resumes on it")
     mig.add_argument("source", help="the query's checkpoint location (SRC, never modified)")
@@ -71,7 +74,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage.savepoints import savepoint
 
         try:
-            print(savepoint(args.checkpoint, args.target, batch_id=args.batch))
+            print(savepoint(args.checkpoint, args.target, batch_id=args.batch,
+                            format=args.format))
         except CheckpointStorageException as e:
             print("error: %s" % e, file=sys.stderr)
             return 1

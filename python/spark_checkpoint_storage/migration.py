@@ -86,6 +86,9 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     package, or none, resumes the target. The target is written into a hidden sibling
     directory and renamed into place last; a failed migration leaves nothing at ``target``.
 
+    ``source`` may also be a canonical savepoint (``savepoints.savepoint(...,
+    format="canonical")``): its state rows are restored into ``target`` by the provider ``to``.
+
     Works for aggregations, ``dropDuplicates``, ``dropDuplicatesWithinWatermark``,
     stream-stream joins, ``flatMapGroupsWithState`` / ``applyInPandasWithState`` and session
     windows, from and to Spark's ``HDFSBackedStateStoreProvider`` and
@@ -101,7 +104,8 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
         >>> query = (df.writeStream.option("checkpointLocation", result.path)  # doctest: +SKIP
         ...          .start())
 
-    :param source: the checkpoint location of the query to migrate (stop the query first).
+    :param source: the checkpoint location of the query to migrate (stop the query first), or a
+                   canonical savepoint.
     :param target: where to write the new checkpoint: must not exist or be empty, and must not
                    lie inside the source.
     :param to: the provider to write with: ``"heap"`` (ours), ``"hdfs"``, ``"rocksdb"``, or a

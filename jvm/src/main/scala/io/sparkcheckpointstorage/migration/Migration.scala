@@ -45,6 +45,10 @@ object Migration {
   def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long): String = {
     val started = System.nanoTime()
     val conf = MigrationSparkApi.hadoopConf(spark)
+    // A canonical savepoint restores through the same writer, its rows read from parquet.
+    if (CanonicalSavepoints.manifest(source, conf).isDefined) {
+      return CanonicalSavepoints.restore(spark, source, target, to, batchId)
+    }
     val layout = CheckpointLayout.read(source, batchId, conf)
     val targetProvider = TargetProvider.resolve(to)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
