@@ -138,7 +138,6 @@ def main(argv=None) -> int:
         # it (ours through this package's file manager and storage).
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", PROVIDERS[target])
         if target == "heap":
-            spark.conf.unset("spark.sql.streaming.checkpointFileManagerClass")
             spark.conf.set("spark.sql.streaming.checkpointFileManagerClass",
                            "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager")
         else:
