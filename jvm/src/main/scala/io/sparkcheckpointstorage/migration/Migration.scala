@@ -35,6 +35,7 @@ object Migration {
   val ManifestFile = "_migration"
   val InProgressFile = "_MIGRATION_INCOMPLETE"
   private val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
+  private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 
   /**
    * Migrates the checkpoint at `source`, at batch `batchId` (-1: the last committed batch), to
@@ -76,6 +77,12 @@ object Migration {
       conf: Configuration,
       started: Long,
       extra: Map[String, Any] = Map.empty)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
+    if (targetProvider == TargetProvider.Hdfs &&
+        layout.offsetConf.get(RowChecksumConf).exists(_.trim.equalsIgnoreCase("true"))) {
+      throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
+        s"($RowChecksumConf=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
+        "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
+    }
     val dst = TargetLocation.prepare(layout.root, target, conf)
     val fs = dst.fs
     val temp = dst.temporary
@@ -94,7 +101,8 @@ object Migration {
       val written = for (op <- layout.operators; store <- op.stores) yield {
         val rows = rowsOf(op, store)
         StateRowsWriter.write(rows.rows, rows.keyIndex, rows.valueIndex, rows.partitionIndex,
-          rows.keySchema, rows.valueSchema, stateRoot, op.id, store, layout.batchId, storeConf, serializableConf)
+          rows.keySchema, rows.valueSchema, stateRoot, op.id, store, layout.batchId, targetProvider, storeConf,
+          serializableConf)
       }
       val (files, bytes) = CheckpointCopier.copy(layout, fs, temp, targetProvider)
       val result = new JMap[String, Any]()
