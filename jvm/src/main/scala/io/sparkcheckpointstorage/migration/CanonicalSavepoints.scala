@@ -37,7 +37,10 @@ object CanonicalSavepoints {
   private val mapper = new ObjectMapper()
 
   /** Writes a canonical savepoint of `source` at `batchId` (-1: the last committed) to `target`; returns JSON. */
-  def create(spark: SparkSession, source: String, target: String, batchId: Long): String = {
+  def create(spark: SparkSession, source: String, target: String, batchId: Long): String =
+    Migration.inJobGroup(spark)(_ => write(spark, source, target, batchId))
+
+  private def write(spark: SparkSession, source: String, target: String, batchId: Long): String = {
     val started = System.nanoTime()
     val conf = MigrationSparkApi.hadoopConf(spark)
     val layout = CheckpointLayout.read(source, batchId, conf)
@@ -99,7 +102,7 @@ object CanonicalSavepoints {
       mapper.writeValueAsString(manifest)
     } catch {
       case NonFatal(e) =>
-        try fs.delete(dst.temporary, true) catch { case NonFatal(d) => e.addSuppressed(d) }
+        Migration.discard(spark, fs, dst.temporary, e)
         throw e
     }
   }

@@ -84,9 +84,15 @@ object CheckpointLayout {
         s"$rel of the checkpoint $root disappeared while it was read.")), StandardCharsets.UTF_8)
     }
     val offsetConf = parseOffsetConf(text(s"offsets/$batch"), s"$root/offsets/$batch")
-    if (offsetConf.get(CheckpointFormatConf).exists(_.trim != "1")) {
+    // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
+    // the setting itself is not recorded in the offset log.
+    val commit = text(s"commits/$batch")
+    val formatVersion = offsetConf.get(CheckpointFormatConf).map(_.trim).filter(_ != "1")
+      .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
+    if (formatVersion.isDefined) {
       throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
-        s"version ${offsetConf(CheckpointFormatConf)} ($CheckpointFormatConf): its state files are " +
+        s"version ${formatVersion.get} ($CheckpointFormatConf; its commit log entry commits/$batch " +
+        "records the stores' checkpoint ids): its state files are " +
         "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
         s"Run the query with $CheckpointFormatConf=1 from a new checkpoint.")
     }

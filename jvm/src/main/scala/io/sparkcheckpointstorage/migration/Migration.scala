@@ -48,7 +48,7 @@ object Migration {
     val conf = MigrationSparkApi.hadoopConf(spark)
     // A canonical savepoint restores through the same writer, its rows read from parquet.
     if (CanonicalSavepoints.manifest(source, conf).isDefined) {
-      return CanonicalSavepoints.restore(spark, source, target, to, batchId)
+      return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId))
     }
     val layout = CheckpointLayout.read(source, batchId, conf)
     val targetProvider = TargetProvider.resolve(to)
@@ -59,8 +59,10 @@ object Migration {
         s"${classOf[StorageCheckpointFileManager].getName} on the session that migrates (as " +
         "configure_spark_with_checkpoint_storage does).")
     }
-    writeCheckpoint(spark, layout, target, targetProvider, conf, started) { (op, store) =>
-      StateRowsReader.read(spark, layout.root, op.id, store.name, layout.batchId)
+    inJobGroup(spark) { _ =>
+      writeCheckpoint(spark, layout, target, targetProvider, conf, started) { (op, store) =>
+        StateRowsReader.read(spark, layout.root, op.id, store.name, layout.batchId)
+      }
     }
   }
 
@@ -144,9 +146,40 @@ object Migration {
     } catch {
       case NonFatal(e) =>
         // Nothing of a failed migration may look like a checkpoint.
-        try fs.delete(temp, true) catch { case NonFatal(d) => e.addSuppressed(d) }
+        discard(spark, fs, temp, e)
         throw e
     }
+  }
+
+  /**
+   * Runs `body` with its Spark jobs in a job group of their own, so that a failure can stop
+   * the tasks still writing before their output is deleted.
+   */
+  private[migration] def inJobGroup[T](spark: SparkSession)(body: String => T): T = {
+    val sc = spark.sparkContext
+    val keys = Seq("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    val saved = keys.map(k => k -> sc.getLocalProperty(k))
+    val group = "spark-checkpoint-storage-migration-" + UUID.randomUUID()
+    sc.setJobGroup(group, "spark-checkpoint-storage migration", interruptOnCancel = true)
+    try body(group) finally saved.foreach { case (k, v) => sc.setLocalProperty(k, v) }
+  }
+
+  /**
+   * Deletes a failed migration's temporary directory once no task of its job group runs: a
+   * task of a failed job that is still writing would otherwise recreate what was deleted.
+   */
+  private[migration] def discard(spark: SparkSession, fs: FileSystem, temp: Path, failure: Throwable): Unit = {
+    val sc = spark.sparkContext
+    Option(sc.getLocalProperty("spark.jobGroup.id")).foreach { group =>
+      sc.cancelJobGroup(group)
+      val tracker = sc.statusTracker
+      val deadline = System.nanoTime() + 120L * 1000 * 1000 * 1000
+      def running: Boolean = tracker.getJobIdsForGroup(group).exists { job =>
+        tracker.getJobInfo(job).exists(_.stageIds().exists(stage => tracker.getStageInfo(stage).exists(_.numActiveTasks() > 0)))
+      }
+      while (running && System.nanoTime() < deadline) Thread.sleep(50)
+    }
+    try fs.delete(temp, true) catch { case NonFatal(d) => failure.addSuppressed(d) }
   }
 
   /** The target's state settings: the source's, as its offset log records them, with the target provider. */
