@@ -466,6 +466,22 @@ class Driver:
     def migrate(self):
         from spark_checkpoint_storage.migration import migrate
         migrated = {}
+        # Reading a source whose state is partly in packs needs our file manager; the queries
+        # resumed afterwards run on the one the step asked for (Spark's, for RocksDB).
+        fm_key = "spark.sql.streaming.checkpointFileManagerClass"
+        step_fm = self.spark.conf.get(fm_key, None)
+        self.spark.conf.set(fm_key, "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager")
+        try:
+            self.migrate_each(migrated)
+        finally:
+            if step_fm is None:
+                self.spark.conf.unset(fm_key)
+            else:
+                self.spark.conf.set(fm_key, step_fm)
+        self.log["migrations"] = migrated
+
+    def migrate_each(self, migrated: dict):
+        from spark_checkpoint_storage.migration import migrate
         for op in self.operators:
             source = "%s/checkpoints/%s" % (self.spec["migrate_from"].rstrip("/"), op.name)
             started = time.time()
@@ -479,7 +495,6 @@ class Driver:
             migrated[op.name] = dict(result.to_dict(), wall_seconds=round(time.time() - started, 1),
                                      state_files=self.state_file_kinds(self.checkpoint(op)))
             print("MIGRATED %s: %r" % (op.name, result), flush=True)
-        self.log["migrations"] = migrated
 
     @staticmethod
     def state_file_kinds(checkpoint: str) -> list:

@@ -299,6 +299,22 @@ def test_refuses_providers_it_cannot_read_or_write(spark, small_checkpoint, tmp_
         assert not (tmp_path / name).exists()
 
 
+def test_refuses_inline_state_without_our_file_manager(spark, small_checkpoint, tmp_path):
+    """The small checkpoint's state is in packs (this session's file system storage): a
+    session on Spark's own file manager cannot read it, and is told which setting to change."""
+    from spark_checkpoint_storage.migration import migrate
+    assert os.path.isdir(os.path.join(small_checkpoint, "state-packs"))
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    ours = spark.conf.get(key)
+    spark.conf.set(key, so.FILE_MANAGERS["spark"])
+    try:
+        assert_refused(lambda: migrate(small_checkpoint, str(tmp_path / "dst"), to="heap"),
+                       "is inline (packs", "set %s=%s" % (key, ours))
+    finally:
+        spark.conf.set(key, ours)
+    assert not (tmp_path / "dst").exists()
+
+
 def test_refuses_state_checkpoint_format_version_2(spark, tmp_path):
     from spark_checkpoint_storage.migration import migrate
     source, src, out = (str(tmp_path / n) for n in ("source", "src", "out"))
