@@ -464,7 +464,6 @@ class Driver:
         spark.stop()
 
     def migrate(self):
-        from spark_checkpoint_storage.migration import migrate
         migrated = {}
         # Reading a source whose state is partly in packs needs our file manager; the queries
         # resumed afterwards run on the one the step asked for (Spark's, for RocksDB).

@@ -71,7 +71,7 @@ def test_python_api_examples_run(subproc, tmp_path):
 def test_switching_an_existing_query_examples_run(subproc, tmp_path):
     """The section "Switching an existing query": its Python block (a query on Spark's HDFS
     provider migrated to ours and resumed) in a fresh process, then its command line
-    (migrating the result on to RocksDB at an earlier batch)."""
+    (migrating the original checkpoint at an earlier batch to RocksDB)."""
     section = readme_section("## Switching an existing query")
     blocks = code_blocks(section, "python")
     assert blocks and "migrate(" in blocks[0]
