@@ -123,7 +123,7 @@ object CanonicalSavepoints {
     val started = System.nanoTime()
     val conf = MigrationSparkApi.hadoopConf(spark)
     val manifest = this.manifest(savepoint, conf).getOrElse(throw new MigrationException(
-      s"$savepoint is not a canonical savepoint (no ${Savepoints.ManifestFile} saying \"format\": \"$Format\")."))
+      s"$savepoint is not a canonical savepoint (no ${Savepoints.ManifestFile} saying format $Format)."))
     val saved = manifest.get("batchId").asLong()
     if (batchId >= 0 && batchId != saved) {
       throw new MigrationException(s"The canonical savepoint $savepoint holds batch $saved only, not batch $batchId.")
