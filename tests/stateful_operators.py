@@ -224,7 +224,10 @@ class Driver:
     :meth:`kill_driver`), ``results`` (write results.json at the end), ``checkpoint_root``
     (optional: a file system URI for the queries' checkpoints and the driver storage's packs,
     e.g. ``hdfs://...`` or ``s3a://...``; default ``<work>``), ``spark_conf`` (optional: more
-    settings for the session, e.g. what reaches that file system)."""
+    settings for the session, e.g. what reaches that file system), ``migrate_from`` and
+    ``migrate_to`` (optional: before starting the queries, migrate each one's checkpoint under
+    that checkpoint root to this one's with ``spark_checkpoint_storage.migration.migrate``, to
+    that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -428,6 +431,8 @@ class Driver:
         if self.spec["master"].startswith("local-cluster"):
             self.log["executors_at_start"] = self.wait_for_executors(2)
         # What the previous driver left (read through Hadoop: any file system).
+        if self.spec.get("migrate_from"):
+            self.migrate()
         self.log["commit_logs_at_start"] = {op.name: self.commit_log(op) for op in self.operators}
         for op in self.operators:
             self.queries[op.name] = self.start(op)
@@ -457,6 +462,47 @@ class Driver:
         if self.spec.get("results"):
             self.write_results(spark)
         spark.stop()
+
+    def migrate(self):
+        migrated = {}
+        # Reading a source whose state is partly in packs needs our file manager; the queries
+        # resumed afterwards run on the one the step asked for (Spark's, for RocksDB).
+        fm_key = "spark.sql.streaming.checkpointFileManagerClass"
+        step_fm = self.spark.conf.get(fm_key, None)
+        self.spark.conf.set(fm_key, "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager")
+        try:
+            self.migrate_each(migrated)
+        finally:
+            if step_fm is None:
+                self.spark.conf.unset(fm_key)
+            else:
+                self.spark.conf.set(fm_key, step_fm)
+        self.log["migrations"] = migrated
+
+    def migrate_each(self, migrated: dict):
+        from spark_checkpoint_storage.migration import migrate
+        for op in self.operators:
+            source = "%s/checkpoints/%s" % (self.spec["migrate_from"].rstrip("/"), op.name)
+            started = time.time()
+            if self.spec.get("via_canonical_savepoint"):
+                # Through a provider-neutral savepoint: its rows restored by the target.
+                from spark_checkpoint_storage.savepoints import savepoint
+                source = savepoint(source, os.path.join(self.work, "canonical", op.name),
+                                   format="canonical")
+            result = migrate(source, self.checkpoint(op), to=self.spec["migrate_to"],
+                             spark=self.spark)
+            migrated[op.name] = dict(result.to_dict(), wall_seconds=round(time.time() - started, 1),
+                                     state_files=self.state_file_kinds(self.checkpoint(op)))
+            print("MIGRATED %s: %r" % (op.name, result), flush=True)
+
+    @staticmethod
+    def state_file_kinds(checkpoint: str) -> list:
+        """The kinds of files under a local checkpoint's state/ (``delta``, ``zip``, ...)."""
+        path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
+        kinds = set()
+        for _, _, names in os.walk(os.path.join(path, "state")):
+            kinds.update(n.rsplit(".", 1)[-1] for n in names if "." in n and not n.startswith("."))
+        return sorted(kinds)
 
     def commit_log(self, op: Operator) -> list:
         """(newest offsets/N, newest commits/N) of the query's checkpoint, None where empty."""

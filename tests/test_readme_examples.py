@@ -66,3 +66,33 @@ def test_python_api_examples_run(subproc, tmp_path):
         assert "committed batches 0-2" in shown
         with open(os.path.join(paths["ROOT"], "state.png"), "rb") as f:
             assert f.read(4) == b"\x89PNG"
+
+
+def test_switching_an_existing_query_examples_run(subproc, tmp_path):
+    """The section "Switching an existing query": its Python block (a query on Spark's HDFS
+    provider migrated to ours and resumed) in a fresh process, then its command line
+    (migrating the original checkpoint at an earlier batch to RocksDB)."""
+    section = readme_section("## Switching an existing query")
+    blocks = code_blocks(section, "python")
+    assert blocks and "migrate(" in blocks[0]
+    env_file = tmp_path / "env.json"
+    script = "\n\n".join(blocks) + (
+        "\n\nimport json\n"
+        "with open(%r, 'w') as _f:\n"
+        "    json.dump({'ROOT': root}, _f)\n" % str(env_file))
+    out = assert_ok(subproc.python(script, timeout=400))
+    assert "HDFSBackedStateStoreProvider -> HeapStateStoreProvider, rows=1000" in out
+    paths = json.loads(env_file.read_text())
+    [block] = code_blocks(section, "bash")
+    env = subproc.env(paths)
+    env["PATH"] = VENV_BIN + os.pathsep + env["PATH"]
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
+                          text=True, timeout=300, env=env)
+    shown = assert_ok(done)
+    assert "migrated batch 1 of" in shown and "RocksDBStateStoreProvider" in shown
+    target = os.path.join(paths["ROOT"], "checkpoint-rocksdb")
+    assert sorted(os.listdir(os.path.join(target, "commits"))) == ["0", "1"]
+    with open(os.path.join(target, "offsets", "1")) as f:
+        assert "RocksDBStateStoreProvider" in f.read()
+    with open(os.path.join(target, "_migration")) as f:
+        assert json.load(f)["batchId"] == 1

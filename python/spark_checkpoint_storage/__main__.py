@@ -1,4 +1,4 @@
-"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo,inspect,savepoint}``."""
+"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo,inspect,savepoint,migrate}``."""
 import argparse
 import sys
 from typing import List, Optional
@@ -21,6 +21,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     save.add_argument("checkpoint", help="the query's checkpoint location")
     save.add_argument("target", help="the savepoint directory (must not exist or be empty)")
     save.add_argument("--batch", type=int, default=None, help="the committed batch to save")
+    save.add_argument("--format", choices=["native", "canonical"], default="native",
+                      help="native (default: resumes directly) or canonical (provider-neutral "
+                      "parquet rows; restore with: migrate SAVEPOINT DST --to PROVIDER)")
+    mig = sub.add_parser("migrate", help="write a new checkpoint of a stopped query whose state "
+                         "is written by another state store provider; the query resumes on it")
+    mig.add_argument("source", help="the query's checkpoint location (SRC, never modified)")
+    mig.add_argument("target", help="the new checkpoint (DST: must not exist or be empty)")
+    mig.add_argument("--to", required=True, metavar="PROVIDER",
+                     help="the provider to write with: heap (ours), hdfs, rocksdb, or a class name")
+    mig.add_argument("--batch", type=int, default=None,
+                     help="the committed batch to migrate (default: the last)")
+    mig.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
 
     if args.command == "jar":
@@ -62,10 +74,30 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage.savepoints import savepoint
 
         try:
-            print(savepoint(args.checkpoint, args.target, batch_id=args.batch))
+            print(savepoint(args.checkpoint, args.target, batch_id=args.batch,
+                            format=args.format))
         except CheckpointStorageException as e:
             print("error: %s" % e, file=sys.stderr)
             return 1
+        return 0
+    if args.command == "migrate":
+        import json
+
+        from spark_checkpoint_storage.errors import CheckpointStorageException
+        from spark_checkpoint_storage.migration import migrate
+
+        try:
+            result = migrate(args.source, args.target, to=args.to, batch_id=args.batch)
+        except CheckpointStorageException as e:
+            print("error: %s" % e, file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps(result.to_dict(), indent=2))
+        else:
+            print("migrated batch %d of %s (%s) to %s (%s): %d state rows, %d files, %d bytes, "
+                  "%.1f s" % (result.batch_id, args.source, result.source_provider, result.path,
+                              result.target_provider, result.rows, result.files, result.bytes,
+                              result.seconds))
         return 0
     return 2
 

@@ -29,6 +29,7 @@ __all__ = [
     "CheckpointNotFoundException",
     "CheckpointStateException",
     "SavepointException",
+    "MigrationException",
     "StaticConfigurationException",
     "ClassicSessionRequiredException",
     "convert_jvm_exception",
@@ -100,6 +101,13 @@ class SavepointException(CheckpointStorageException, IOError):
     CONDITION = "CHECKPOINT_STORAGE.SAVEPOINT"
 
 
+class MigrationException(CheckpointStorageException, IOError):
+    """A migration cannot be done as asked: uncommitted batch, unreadable operator or provider,
+    target inside the source or not empty, state checkpoint format version 2, ..."""
+
+    CONDITION = "CHECKPOINT_STORAGE.MIGRATION"
+
+
 class StaticConfigurationException(CheckpointStorageException, RuntimeError):
     """A setting that Spark reads only at start-up was set on a running session."""
 
@@ -115,6 +123,7 @@ class ClassicSessionRequiredException(CheckpointStorageException, RuntimeError):
 # JVM exception classes, most specific first, and the Python error each becomes.
 _JAVA_TO_PYTHON = [
     ("io.sparkcheckpointstorage.savepoint.SavepointException", SavepointException),
+    ("io.sparkcheckpointstorage.migration.MigrationException", MigrationException),
     ("io.sparkcheckpointstorage.storage.StateSizeLimitException", StateSizeLimitException),
     # Packs and state files alike (their JVM classes share this parent).
     ("io.sparkcheckpointstorage.storage.CorruptCheckpointException", CorruptCheckpointException),

@@ -10,7 +10,11 @@ from typing import Any, Optional
 from spark_checkpoint_storage.errors import SavepointException, jvm_errors
 from spark_checkpoint_storage.inspection import _checkpoint_of, _jvm_and_conf
 
-__all__ = ["savepoint", "SAVEPOINT_MANIFEST"]
+__all__ = ["savepoint", "SAVEPOINT_MANIFEST", "SAVEPOINT_FORMATS"]
+
+#: ``format=`` of :func:`savepoint`: our own (the default; resumes directly) or canonical
+#: (provider-neutral parquet rows; restored with ``migration.migrate(..., to=...)``).
+SAVEPOINT_FORMATS = ("native", "canonical")
 
 #: The file in a savepoint that describes it (JSON: batchId, queryId, files, bytes, ...).
 SAVEPOINT_MANIFEST = "_savepoint"
@@ -40,7 +44,7 @@ def _default_target(jvm: Any, conf: Any, location: str, query_id: Optional[str])
 
 @jvm_errors
 def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
-              batch_id: Optional[int] = None) -> str:
+              batch_id: Optional[int] = None, format: str = "native") -> str:
     """
     Writes a savepoint of a streaming query: a self-contained, relocatable copy of its
     checkpoint at its last committed batch (or at ``batch_id``), and returns its path.
@@ -69,20 +73,67 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
                    (``spark.sql.streaming.checkpointStorage.savepointPath``, else
                    ``<checkpoint path>/savepoints``).
     :param batch_id: the committed batch to save; default the last committed one.
+    :param format: ``"native"`` (default): our own format above. ``"canonical"``: a
+                   provider-neutral savepoint (Flink: a canonical savepoint): the same logs
+                   and Spark's operator metadata, and instead of state files the state rows of
+                   every operator, store and partition as parquet (``key`` and ``value``
+                   structs with the store's schemas) read by Spark's state data source from
+                   whichever provider wrote them, and a ``_savepoint`` file saying
+                   ``"format": "canonical"`` with the schemas. A query does not start on it
+                   directly: ``migration.migrate(savepoint, checkpoint, to="heap"|"hdfs"|
+                   "rocksdb")`` restores it into a new checkpoint written by the provider
+                   chosen. Needs a classic session (default: the active one, else a local one)
+                   and Spark 4.2 or later; the query should be stopped.
+
+                   >>> sp = savepoint("/cp/q1", "/backups/q1", format="canonical")  # doctest: +SKIP
+                   >>> migrate(sp, "/cp/q1-rocksdb", to="rocksdb")  # doctest: +SKIP
     :return: the savepoint's path.
     :raises SavepointException: for a target inside the checkpoint or not empty, a batch that
                                 is not committed, or a checkpoint without committed batches.
     :raises ClassicSessionRequiredException: for a Spark Connect query.
     """
     location, j_session = _checkpoint_of(query_or_checkpoint_location)
-    jvm, conf = _jvm_and_conf(j_session)
-    if target is None:
-        query_id = str(query_or_checkpoint_location.id) if hasattr(
-            query_or_checkpoint_location, "_jsq") else None
-        target = _default_target(jvm, conf, location, query_id)
     if batch_id is not None and (not isinstance(batch_id, int) or batch_id < 0):
         raise SavepointException("batch_id must be a committed batch id (an int >= 0), got %r"
                                  % (batch_id,))
+    if format not in SAVEPOINT_FORMATS:
+        raise SavepointException("format must be one of %s, got %r"
+                                 % (", ".join(SAVEPOINT_FORMATS), format))
+    if format == "canonical":
+        return _canonical(query_or_checkpoint_location, location, j_session, target, batch_id)
+    jvm, conf = _jvm_and_conf(j_session)
+    if target is None:
+        target = _default_target(jvm, conf, location, _query_id(query_or_checkpoint_location))
     result = json.loads(jvm.io.sparkcheckpointstorage.savepoint.Savepoints.create(
         location, target, -1 if batch_id is None else batch_id, conf))
     return str(result["path"])
+
+
+def _query_id(query_or_location: Any) -> Optional[str]:
+    return str(query_or_location.id) if hasattr(query_or_location, "_jsq") else None
+
+
+def _canonical(query_or_location: Any, location: str, j_session: Any, target: Optional[str],
+               batch_id: Optional[int]) -> str:
+    """A canonical savepoint: a Spark job on the query's session, or the active or a local one
+    (the job needs a SparkContext, so a session is started before any JVM is asked)."""
+    from spark_checkpoint_storage.migration import _local_session
+
+    own = None
+    if j_session is None:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is None:
+            active = own = _local_session()
+        j_session = active._jsparkSession
+    try:
+        jvm, conf = _jvm_and_conf(j_session)
+        if target is None:
+            target = _default_target(jvm, conf, location, _query_id(query_or_location))
+        result = json.loads(jvm.io.sparkcheckpointstorage.migration.CanonicalSavepoints.create(
+            j_session, location, target, -1 if batch_id is None else batch_id))
+        return str(result["path"])
+    finally:
+        if own is not None:
+            own.stop()

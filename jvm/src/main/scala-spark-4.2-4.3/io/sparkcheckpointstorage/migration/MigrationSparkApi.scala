@@ -1,0 +1,57 @@
+package io.sparkcheckpointstorage.migration
+
+import java.util.UUID
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The Spark 4.2+ members a migration uses: a classic session's conf and rows, and a store
+ * opened empty at any version (`getStore(loadEmpty = true)`, Spark's state repartitioning),
+ * which lets the target provider write the source's batch as its first version.
+ */
+object MigrationSparkApi {
+  def supported: Boolean = true
+
+  private def classicSession(spark: SparkSession): classic.SparkSession = spark match {
+    case s: classic.SparkSession => s
+    case other => throw new MigrationException(s"A migration runs on a classic SparkSession, not ${other.getClass.getName} (Spark Connect).")
+  }
+
+  def sqlConf(spark: SparkSession): SQLConf = classicSession(spark).sessionState.conf.clone()
+
+  def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
+
+  def internalRows(df: DataFrame): RDD[InternalRow] =
+    df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd
+
+  /** The target provider of one store, and its store opened empty at `version` (commit writes `version + 1`). */
+  def openEmptyStore(
+      storeId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      numColsPrefixKey: Int,
+      storeConf: StateStoreConf,
+      hadoopConf: Configuration,
+      version: Long): (StateStoreProvider, StateStore) = {
+    val spec = if (numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, numColsPrefixKey)
+      else NoPrefixKeyStateEncoderSpec(keySchema)
+    val provider = StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
+      keySchema, valueSchema, spec, false, storeConf, hadoopConf, false, None)
+    try {
+      // A snapshot of the whole state at the one version written: a provider that restores from
+      // a snapshot plus changes (RocksDB with changelog checkpointing) has nothing else to start from.
+      (provider, provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true))
+    } catch {
+      case e: Throwable =>
+        provider.close()
+        throw e
+    }
+  }
+}

@@ -1,0 +1,153 @@
+package io.sparkcheckpointstorage.migration
+
+import java.nio.charset.StandardCharsets
+import java.util.{ArrayList => JList, LinkedHashMap => JMap}
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.fs.Path
+import org.apache.spark.HashPartitioner
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.{DataType, StructType}
+
+import io.sparkcheckpointstorage.savepoint.Savepoints
+
+/**
+ * Savepoints in a canonical, provider-neutral form (Flink: canonical savepoints, which restore
+ * into any state backend).
+ *
+ * A canonical savepoint holds the query's metadata, offset, commit and source logs up to the
+ * batch and Spark's operator metadata and schema files, like a savepoint of our own format;
+ * instead of state files it holds the state rows, per operator and store, as parquet
+ * (`canonical-state/<operator>/<store>/partition_id=<p>/`, columns `key` and `value`: structs
+ * with the store's key and value schemas), written from Spark's state data source, so that any
+ * provider's state is saved the same way. Its `_savepoint` file (JSON, written last) says
+ * `"format": "canonical"` and describes every store: schemas, key prefix, partitions, rows.
+ *
+ * Restoring one is a migration whose rows come from the parquet files: the target provider
+ * writes them, and the restored checkpoint records it.
+ */
+object CanonicalSavepoints {
+  val StateDir = "canonical-state"
+  val Format = "canonical"
+  private val mapper = new ObjectMapper()
+
+  /** Writes a canonical savepoint of `source` at `batchId` (-1: the last committed) to `target`; returns JSON. */
+  def create(spark: SparkSession, source: String, target: String, batchId: Long): String =
+    Migration.inJobGroup(spark)(_ => write(spark, source, target, batchId))
+
+  private def write(spark: SparkSession, source: String, target: String, batchId: Long): String = {
+    val started = System.nanoTime()
+    val conf = MigrationSparkApi.hadoopConf(spark)
+    val layout = CheckpointLayout.read(source, batchId, conf)
+    TargetProvider.checkLoadable(layout.sourceProvider, "source")
+    val dst = TargetLocation.prepare(layout.root, target, conf)
+    val fs = dst.fs
+    fs.mkdirs(dst.temporary)
+    Migration.writeText(fs, new Path(dst.temporary, Migration.InProgressFile), s"An unfinished canonical " +
+      s"savepoint of ${layout.root} (batch ${layout.batchId}) to ${dst.path}. Delete this directory and take " +
+      "the savepoint again.\n")
+    try {
+      val operators = new JList[Any]()
+      var total = 0L
+      layout.operators.foreach { op =>
+        val stores = new JList[Any]()
+        op.stores.foreach { store =>
+          var reader = spark.read.format("statestore").option("batchId", layout.batchId).option("operatorId", op.id)
+          if (store.name != "default") reader = reader.option("storeName", store.name)
+          val df = reader.load(layout.root).select("key", "value", "partition_id")
+          val rel = s"$StateDir/${op.id}/${store.name}"
+          df.write.partitionBy("partition_id").parquet(new Path(dst.temporary, rel).toString)
+          val rows = spark.read.parquet(new Path(dst.temporary, rel).toString).count()
+          total += rows
+          val s = new JMap[String, Any]()
+          s.put("name", store.name)
+          s.put("path", rel)
+          s.put("numColsPrefixKey", store.numColsPrefixKey)
+          s.put("numPartitions", store.numPartitions)
+          s.put("keySchema", df.schema("key").dataType.json)
+          s.put("valueSchema", df.schema("value").dataType.json)
+          s.put("rows", rows)
+          stores.add(s)
+        }
+        val o = new JMap[String, Any]()
+        o.put("operatorId", op.id)
+        o.put("operatorName", op.name)
+        o.put("stores", stores)
+        operators.add(o)
+      }
+      // The provider recorded stays the source's until a restore picks one.
+      CheckpointCopier.copy(layout, fs, dst.temporary, layout.sourceProvider)
+      val manifest = new JMap[String, Any]()
+      manifest.put("format", Format)
+      manifest.put("formatVersion", 1)
+      manifest.put("batchId", layout.batchId)
+      manifest.put("sourceProvider", layout.sourceProvider)
+      manifest.put("numPartitions", layout.numPartitions)
+      manifest.put("rows", total)
+      manifest.put("operators", operators)
+      manifest.put("createdAtMs", System.currentTimeMillis())
+      Migration.writeText(fs, new Path(dst.temporary, Savepoints.ManifestFile), mapper.writeValueAsString(manifest))
+      fs.delete(new Path(dst.temporary, Migration.InProgressFile), false)
+      dst.publish()
+      val summary = fs.getContentSummary(dst.path)
+      manifest.put("path", dst.path.toString)
+      manifest.put("files", summary.getFileCount)
+      manifest.put("bytes", summary.getLength)
+      manifest.put("seconds", (System.nanoTime() - started) / 1e9)
+      mapper.writeValueAsString(manifest)
+    } catch {
+      case NonFatal(e) =>
+        Migration.discard(spark, fs, dst.temporary, e)
+        throw e
+    }
+  }
+
+  /** The manifest of a canonical savepoint at `location`, if it is one. */
+  def manifest(location: String, conf: org.apache.hadoop.conf.Configuration): Option[com.fasterxml.jackson.databind.JsonNode] = {
+    val path = new Path(location, Savepoints.ManifestFile)
+    val fs = path.getFileSystem(conf)
+    if (!fs.exists(path)) return None
+    val in = fs.open(path)
+    val json = try mapper.readTree(new String(org.apache.commons.io.IOUtils.toByteArray(in), StandardCharsets.UTF_8))
+      finally in.close()
+    if (Option(json.get("format")).map(_.asText()).contains(Format)) Some(json) else None
+  }
+
+  /** Restores the canonical savepoint at `savepoint` into a new checkpoint at `target` written by `to`; JSON as a migration's. */
+  def restore(spark: SparkSession, savepoint: String, target: String, to: String, batchId: Long): String = {
+    val started = System.nanoTime()
+    val conf = MigrationSparkApi.hadoopConf(spark)
+    val manifest = this.manifest(savepoint, conf).getOrElse(throw new MigrationException(
+      s"$savepoint is not a canonical savepoint (no ${Savepoints.ManifestFile} saying format $Format)."))
+    val saved = manifest.get("batchId").asLong()
+    if (batchId >= 0 && batchId != saved) {
+      throw new MigrationException(s"The canonical savepoint $savepoint holds batch $saved only, not batch $batchId.")
+    }
+    val layout = CheckpointLayout.read(savepoint, saved, conf)
+    val targetProvider = TargetProvider.resolve(to)
+    val stores = manifest.get("operators").elements().asScala.flatMap { op =>
+      op.get("stores").elements().asScala.map(s => (op.get("operatorId").asLong(), s.get("name").asText()) -> s)
+    }.toMap
+    Migration.writeCheckpoint(spark, layout, target, targetProvider, conf, started,
+        Map("canonicalSavepoint" -> layout.root)) { (op, store) =>
+      val s = stores.getOrElse((op.id, store.name), throw new MigrationException(
+        s"The canonical savepoint $savepoint has no rows of store ${store.name} of operator ${op.id}."))
+      val keySchema = DataType.fromJson(s.get("keySchema").asText()).asInstanceOf[StructType]
+      val valueSchema = DataType.fromJson(s.get("valueSchema").asText()).asInstanceOf[StructType]
+      val dir = new Path(layout.root, s.get("path").asText())
+      val n = store.numPartitions
+      val rows: RDD[InternalRow] = if (dir.getFileSystem(conf).exists(dir)) {
+        val df = spark.read.parquet(dir.toString).select("key", "value", "partition_id")
+        MigrationSparkApi.internalRows(df)
+      } else spark.sparkContext.emptyRDD[InternalRow]
+      // Partition p's rows to task p: an int key p < n hashes to p.
+      val byPartition = rows.map(r => (r.getInt(2), r.copy())).partitionBy(new HashPartitioner(n)).values
+      StoreRows(byPartition, keySchema, valueSchema, 0, 1, 2)
+    }
+  }
+}

@@ -1,0 +1,149 @@
+package io.sparkcheckpointstorage.migration
+
+import java.nio.charset.StandardCharsets
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import org.apache.hadoop.conf.Configuration
+
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
+import io.sparkcheckpointstorage.packs.PackFiles
+
+/** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
+final case class StoreLayout(name: String, numColsPrefixKey: Int, numPartitions: Int)
+
+/** A stateful operator of a checkpoint, as Spark's operator metadata (`state/<op>/_metadata/metadata`) records it. */
+final case class OperatorLayout(id: Long, name: String, stores: Seq[StoreLayout])
+
+/**
+ * What a migration needs to know of a source checkpoint at one committed batch: the batch's
+ * offset log conf (the provider that wrote the state, the state format settings), the
+ * stateful operators with their stores and partitions, and whether some of the state is
+ * inline (packs of our storages).
+ */
+final class CheckpointLayout private (
+    val reader: CheckpointReader,
+    val batchId: Long,
+    val committed: Seq[Long],
+    val offsetConf: Map[String, String],
+    val operators: Seq[OperatorLayout],
+    val entries: Seq[CheckpointEntry]) {
+
+  def root: String = reader.root.stripSuffix("/")
+
+  def sourceProvider: String = offsetConf.getOrElse(CheckpointLayout.ProviderConf,
+    throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
+      s"${CheckpointLayout.ProviderConf}: this checkpoint was written by a Spark too old to migrate."))
+
+  def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackFiles.DirName + "/"))
+
+  /** The number of state partitions (Spark's `spark.sql.shuffle.partitions` when the query started). */
+  def numPartitions: Int = operators.flatMap(_.stores.map(_.numPartitions)).headOption
+    .orElse(offsetConf.get("spark.sql.shuffle.partitions").map(_.toInt))
+    .getOrElse(throw new MigrationException(s"Cannot tell the number of state partitions of $root."))
+}
+
+object CheckpointLayout {
+  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
+  val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+  private val OperatorMetadata = """^state/(\d+)/_metadata/metadata$""".r
+  private val OperatorMetadataV2 = """^state/(\d+)/_metadata/v2/.*$""".r
+  private val mapper = new ObjectMapper()
+
+  /**
+   * Reads the checkpoint at `location` at `batchId` (-1: the last committed batch), refusing
+   * what a migration cannot take: no checkpoint, no committed batch, a batch that is not
+   * committed, state checkpoint format version 2, operators Spark recorded no metadata for
+   * or that keep column families.
+   */
+  def read(location: String, batchId: Long, conf: Configuration): CheckpointLayout = {
+    val reader = new CheckpointReader(location, conf)
+    val root = reader.root.stripSuffix("/")
+    if (!reader.exists) throw new MigrationException(s"No checkpoint at $location.")
+    val committed = reader.batchIds("commits")
+    if (committed.isEmpty) {
+      throw new MigrationException(s"The checkpoint $root has no committed batch: there is no state " +
+        "to migrate. Let the query complete a batch first.")
+    }
+    val batch = if (batchId < 0) committed.last else batchId
+    if (!committed.contains(batch)) {
+      val inFlight = reader.batchIds("offsets").contains(batch)
+      throw new MigrationException(
+        if (inFlight) s"Batch $batch of the checkpoint $root is not committed (it is being processed, " +
+          s"or failed): only the state of a committed batch can be migrated. The last committed batch " +
+          s"is ${committed.last}; omit the batch to migrate it."
+        else s"The checkpoint $root has no committed batch $batch (committed: ${committed.head} to " +
+          s"${committed.last}).")
+    }
+    val entries = reader.entries()
+    def text(rel: String): String = {
+      val entry = entries.find(_.relPath == rel).getOrElse(
+        throw new MigrationException(s"$rel is missing from the checkpoint $root."))
+      new String(reader.read(entry).getOrElse(throw new MigrationException(
+        s"$rel of the checkpoint $root disappeared while it was read.")), StandardCharsets.UTF_8)
+    }
+    val offsetConf = parseOffsetConf(text(s"offsets/$batch"), s"$root/offsets/$batch")
+    // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
+    // the setting itself is not recorded in the offset log.
+    val commit = text(s"commits/$batch")
+    val formatVersion = offsetConf.get(CheckpointFormatConf).map(_.trim).filter(_ != "1")
+      .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
+    if (formatVersion.isDefined) {
+      throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
+        s"version ${formatVersion.get} ($CheckpointFormatConf; its commit log entry commits/$batch " +
+        "records the stores' checkpoint ids): its state files are " +
+        "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
+        s"Run the query with $CheckpointFormatConf=1 from a new checkpoint.")
+    }
+    entries.map(_.relPath).collectFirst { case OperatorMetadataV2(op) => op }.foreach { op =>
+      throw new MigrationException(s"Operator $op of the checkpoint $root has operator metadata of version 2 " +
+        s"(state/$op/_metadata/v2): it is a transformWithState operator, which keeps its state in column " +
+        "families that only Spark's RocksDBStateStoreProvider stores, and cannot be migrated. Supported: " +
+        "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
+        "flatMapGroupsWithState, applyInPandasWithState, session windows.")
+    }
+    val operators = entries.map(_.relPath).collect { case rel @ OperatorMetadata(_) => rel }.sorted
+      .map(rel => parseOperator(text(rel), s"$root/$rel"))
+    val stateOperatorIds = entries.map(_.relPath).collect {
+      case rel if rel.startsWith("state/") => rel.split('/')(1)
+    }.filter(_.forall(_.isDigit)).map(_.toLong).distinct
+    stateOperatorIds.filterNot(id => operators.exists(_.id == id)).headOption.foreach { id =>
+      throw new MigrationException(s"Operator $id of the checkpoint $root has state but no operator " +
+        s"metadata (state/$id/_metadata/metadata): the checkpoint was written by a Spark before 3.5, whose " +
+        "state stores cannot be told apart. Run the query for one batch on this Spark first.")
+    }
+    operators.find(_.name.toLowerCase(java.util.Locale.ROOT).contains("transformwithstate")).foreach { op =>
+      throw new MigrationException(s"Operator ${op.id} of the checkpoint $root is ${op.name}, which keeps " +
+        "its state in column families that only Spark's RocksDBStateStoreProvider stores: it cannot be " +
+        "migrated. Supported: aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream " +
+        "joins, flatMapGroupsWithState, applyInPandasWithState, session windows.")
+    }
+    new CheckpointLayout(reader, batch, committed.filter(_ <= batch), offsetConf, operators, entries)
+  }
+
+  /** The conf map of an offset log entry: `v1`, then the metadata JSON, then one line per source. */
+  def parseOffsetConf(content: String, where: String): Map[String, String] = {
+    val lines = content.split("\n", -1)
+    if (lines.length < 2 || !lines(0).startsWith("v")) {
+      throw new MigrationException(s"$where is not an offset log entry Spark wrote.")
+    }
+    val conf = mapper.readTree(lines(1)).get("conf")
+    if (conf == null) Map.empty
+    else conf.fieldNames().asScala.map(k => k -> conf.get(k).asText()).toMap
+  }
+
+  private def parseOperator(content: String, where: String): OperatorLayout = {
+    val lines = content.split("\n", 2)
+    if (lines.length < 2 || lines(0).trim != "v1") {
+      throw new MigrationException(s"$where is operator metadata of version ${lines(0).trim}, which this " +
+        "migration cannot read (it reads version 1, written for every operator but transformWithState).")
+    }
+    val json: JsonNode = mapper.readTree(lines(1))
+    val info = json.get("operatorInfo")
+    val stores = json.get("stateStoreInfo").elements().asScala.map { s =>
+      StoreLayout(s.get("storeName").asText(), s.get("numColsPrefixKey").asInt(), s.get("numPartitions").asInt())
+    }.toSeq
+    OperatorLayout(info.get("operatorId").asLong(), info.get("operatorName").asText(), stores)
+  }
+}

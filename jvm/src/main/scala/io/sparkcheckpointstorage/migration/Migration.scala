@@ -1,0 +1,243 @@
+package io.sparkcheckpointstorage.migration
+
+import java.nio.charset.StandardCharsets
+import java.util.{ArrayList => JList, LinkedHashMap => JMap, UUID}
+
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf
+import org.apache.spark.util.SerializableConfiguration
+
+import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
+import io.sparkcheckpointstorage.inspection.CheckpointReader
+
+/**
+ * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a
+ * canonical savepoint into another state backend; Spark has no such path).
+ *
+ * The state of every stateful operator at a committed batch is read by Spark's state data
+ * source with the provider that wrote it, and written by the target provider on the
+ * executors as the version that batch produced; the query's metadata, offset, commit and
+ * source logs up to the batch are copied, with the offset log recording the target
+ * provider, so that a query resumed from the target runs on it and gives what resuming the
+ * source would have given. The source is only read.
+ *
+ * Everything is written into a hidden sibling of the target (`.<name>.migrating-<id>`,
+ * holding an [[InProgressFile]] that says what it is) and renamed to the target last: a
+ * failed migration removes it, a killed one leaves it beside a target that does not exist,
+ * and the next migration to that target refuses until it is deleted.
+ */
+object Migration {
+  val ManifestFile = "_migration"
+  val InProgressFile = "_MIGRATION_INCOMPLETE"
+  private val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
+  private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+
+  /**
+   * Migrates the checkpoint at `source`, at batch `batchId` (-1: the last committed batch), to
+   * a new checkpoint at `target` whose state is written by `to` (`heap`, `hdfs`, `rocksdb` or a
+   * provider class). Returns JSON: `path`, `batchId`, `sourceProvider`, `targetProvider`,
+   * `operators` (with rows per store), `rows`, `files`, `bytes`, `seconds`.
+   */
+  def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long): String = {
+    val started = System.nanoTime()
+    val conf = MigrationSparkApi.hadoopConf(spark)
+    // A canonical savepoint restores through the same writer, its rows read from parquet.
+    if (CanonicalSavepoints.manifest(source, conf).isDefined) {
+      return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId))
+    }
+    val layout = CheckpointLayout.read(source, batchId, conf)
+    val targetProvider = TargetProvider.resolve(to)
+    TargetProvider.checkLoadable(layout.sourceProvider, "source")
+    if (layout.hasPacks && !conf.get(FileManagerConf, "").equals(classOf[StorageCheckpointFileManager].getName)) {
+      throw new MigrationException(s"Some of the state of ${layout.root} is inline (packs of a checkpoint " +
+        s"storage of this package), which only our file manager reads: set $FileManagerConf=" +
+        s"${classOf[StorageCheckpointFileManager].getName} on the session that migrates (as " +
+        "configure_spark_with_checkpoint_storage does).")
+    }
+    inJobGroup(spark) { _ =>
+      writeCheckpoint(spark, layout, target, targetProvider, conf, started) { (op, store) =>
+        StateRowsReader.read(spark, layout.root, op.id, store.name, layout.batchId)
+      }
+    }
+  }
+
+  /**
+   * Writes the checkpoint of `layout` at `target` with `targetProvider`, the rows of each
+   * store coming from `rowsOf`; the target is published last. Shared with the restore of
+   * canonical savepoints.
+   */
+  private[migration] def writeCheckpoint(
+      spark: SparkSession,
+      layout: CheckpointLayout,
+      target: String,
+      targetProvider: String,
+      conf: Configuration,
+      started: Long,
+      extra: Map[String, Any] = Map.empty)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
+    if (targetProvider == TargetProvider.Hdfs &&
+        layout.offsetConf.get(RowChecksumConf).exists(_.trim.equalsIgnoreCase("true"))) {
+      throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
+        s"($RowChecksumConf=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
+        "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
+    }
+    val dst = TargetLocation.prepare(layout.root, target, conf)
+    val fs = dst.fs
+    val temp = dst.temporary
+    fs.mkdirs(temp)
+    writeText(fs, new Path(temp, InProgressFile), s"An unfinished migration of ${layout.root} (batch " +
+      s"${layout.batchId}) to ${dst.path}: not a checkpoint to start a query from. Delete this directory " +
+      "and migrate again.\n")
+    try {
+      val storeConf = targetStoreConf(spark, layout, targetProvider)
+      val writeConf = new Configuration(conf)
+      // Plain files at the target, whatever storage the migrating session uses: the checkpoint
+      // is moved into place by a rename, and any session (storage) resumes it.
+      writeConf.set(FileManagerConf, classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
+      val serializableConf = new SerializableConfiguration(writeConf)
+      val stateRoot = new Path(temp, "state").toString
+      val written = for (op <- layout.operators; store <- op.stores) yield {
+        val rows = rowsOf(op, store)
+        StateRowsWriter.write(rows.rows, rows.keyIndex, rows.valueIndex, rows.partitionIndex,
+          rows.keySchema, rows.valueSchema, stateRoot, op.id, store, layout.batchId, targetProvider, storeConf,
+          serializableConf)
+      }
+      val (files, bytes) = CheckpointCopier.copy(layout, fs, temp, targetProvider)
+      val result = new JMap[String, Any]()
+      result.put("source", layout.root)
+      result.put("batchId", layout.batchId)
+      result.put("sourceProvider", layout.sourceProvider)
+      result.put("targetProvider", targetProvider)
+      result.put("numPartitions", layout.numPartitions)
+      val operators = new JList[Any]()
+      layout.operators.foreach { op =>
+        val o = new JMap[String, Any]()
+        o.put("operatorId", op.id)
+        o.put("operatorName", op.name)
+        val stores = new JList[Any]()
+        written.filter(_.operatorId == op.id).foreach { w =>
+          val s = new JMap[String, Any]()
+          s.put("store", w.store)
+          s.put("rows", w.rowsPerPartition.sum)
+          s.put("rowsPerPartition", java.util.Arrays.asList(w.rowsPerPartition.map(Long.box): _*))
+          stores.add(s)
+        }
+        o.put("stores", stores)
+        operators.add(o)
+      }
+      result.put("operators", operators)
+      result.put("rows", written.map(_.rowsPerPartition.sum).sum)
+      extra.foreach { case (k, v) => result.put(k, v) }
+      writeText(fs, new Path(temp, ManifestFile), new ObjectMapper().writeValueAsString(result))
+      fs.delete(new Path(temp, InProgressFile), false)
+      dst.publish()
+      val summary = fs.getContentSummary(dst.path)
+      result.put("path", dst.path.toString)
+      result.put("logFiles", files)
+      result.put("logBytes", bytes)
+      result.put("files", summary.getFileCount)
+      result.put("bytes", summary.getLength)
+      result.put("seconds", (System.nanoTime() - started) / 1e9)
+      new ObjectMapper().writeValueAsString(result)
+    } catch {
+      case NonFatal(e) =>
+        // Nothing of a failed migration may look like a checkpoint.
+        discard(spark, fs, temp, e)
+        throw e
+    }
+  }
+
+  /**
+   * Runs `body` with its Spark jobs in a job group of their own, so that a failure can stop
+   * the tasks still writing before their output is deleted.
+   */
+  private[migration] def inJobGroup[T](spark: SparkSession)(body: String => T): T = {
+    val sc = spark.sparkContext
+    val keys = Seq("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    val saved = keys.map(k => k -> sc.getLocalProperty(k))
+    val group = "spark-checkpoint-storage-migration-" + UUID.randomUUID()
+    sc.setJobGroup(group, "spark-checkpoint-storage migration", interruptOnCancel = true)
+    try body(group) finally saved.foreach { case (k, v) => sc.setLocalProperty(k, v) }
+  }
+
+  /**
+   * Deletes a failed migration's temporary directory once no task of its job group runs: a
+   * task of a failed job that is still writing would otherwise recreate what was deleted.
+   */
+  private[migration] def discard(spark: SparkSession, fs: FileSystem, temp: Path, failure: Throwable): Unit = {
+    val sc = spark.sparkContext
+    Option(sc.getLocalProperty("spark.jobGroup.id")).foreach { group =>
+      sc.cancelJobGroup(group)
+      val tracker = sc.statusTracker
+      val deadline = System.nanoTime() + 120L * 1000 * 1000 * 1000
+      def running: Boolean = tracker.getJobIdsForGroup(group).exists { job =>
+        tracker.getJobInfo(job).exists(_.stageIds().exists(stage => tracker.getStageInfo(stage).exists(_.numActiveTasks() > 0)))
+      }
+      while (running && System.nanoTime() < deadline) Thread.sleep(50)
+    }
+    try fs.delete(temp, true) catch { case NonFatal(d) => failure.addSuppressed(d) }
+  }
+
+  /** The target's state settings: the source's, as its offset log records them, with the target provider. */
+  private def targetStoreConf(spark: SparkSession, layout: CheckpointLayout, targetProvider: String): StateStoreConf = {
+    val sqlConf = MigrationSparkApi.sqlConf(spark)
+    layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    sqlConf.setConfString(CheckpointLayout.ProviderConf, targetProvider)
+    new StateStoreConf(sqlConf, Map.empty)
+  }
+
+  private[migration] def writeText(fs: FileSystem, path: Path, text: String): Unit = {
+    val out = fs.create(path, true)
+    try out.write(text.getBytes(StandardCharsets.UTF_8)) finally out.close()
+  }
+}
+
+/**
+ * Where a migration writes: a target outside the source, not yet holding anything, and the
+ * hidden sibling it is written into before the rename that publishes it.
+ */
+final class TargetLocation private (val fs: FileSystem, val path: Path, val temporary: Path) {
+  def publish(): Unit = {
+    if (fs.exists(path)) fs.delete(path, false) // an empty directory (checked), or the rename would nest
+    if (!fs.rename(temporary, path)) {
+      throw new MigrationException(s"Could not rename the migrated checkpoint $temporary to $path.")
+    }
+  }
+}
+
+object TargetLocation {
+  val TempMarker = ".migrating-"
+
+  def prepare(sourceRoot: String, target: String, conf: Configuration): TargetLocation = {
+    val raw = new Path(target)
+    val path = raw.getFileSystem(conf).makeQualified(raw)
+    val fs = CheckpointReader.raw(path.getFileSystem(conf))
+    val dst = path.toString.stripSuffix("/")
+    if (dst == sourceRoot || dst.startsWith(sourceRoot + "/")) {
+      throw new MigrationException(s"The migration target $dst lies inside the checkpoint $sourceRoot it " +
+        "migrates. Choose a target outside the source checkpoint.")
+    }
+    if (sourceRoot.startsWith(dst + "/")) {
+      throw new MigrationException(s"The migration target $dst contains the checkpoint $sourceRoot. " +
+        "Choose a target outside the source checkpoint.")
+    }
+    if (fs.exists(path) && (!fs.getFileStatus(path).isDirectory || fs.listStatus(path).nonEmpty)) {
+      throw new MigrationException(s"The migration target $dst already exists and is not empty. A " +
+        "migration never writes over existing files: choose a new target, or delete that one.")
+    }
+    val parent = path.getParent
+    val prefix = s".${path.getName}$TempMarker"
+    if (fs.exists(parent)) {
+      fs.listStatus(parent).map(_.getPath).find(_.getName.startsWith(prefix)).foreach { left =>
+        throw new MigrationException(s"An earlier migration to $dst did not finish (it was killed, or its " +
+          s"clean-up failed): $left holds its partial output, and $dst was never written. Delete $left " +
+          "and migrate again.")
+      }
+    }
+    new TargetLocation(fs, path, new Path(parent, prefix + UUID.randomUUID().toString.take(8)))
+  }
+}

@@ -1,0 +1,35 @@
+package io.sparkcheckpointstorage.migration
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The rows of one state store of a checkpoint at a batch, read by Spark's state data source
+ * (`statestore`): it rebuilds the query's state settings from the offset log and opens the
+ * provider that wrote the state, whichever it is, on the executors.
+ *
+ * @param rows        one RDD partition per state partition: `key` and `value` structs and `partition_id`
+ * @param keySchema   the store's key schema, as the operator recorded it
+ * @param valueSchema the store's value schema
+ */
+final case class StoreRows(rows: RDD[InternalRow], keySchema: StructType, valueSchema: StructType,
+    keyIndex: Int, valueIndex: Int, partitionIndex: Int)
+
+object StateRowsReader {
+  def read(spark: SparkSession, checkpoint: String, operatorId: Long, store: String, batchId: Long): StoreRows = {
+    var reader = spark.read.format("statestore")
+      .option("batchId", batchId)
+      .option("operatorId", operatorId)
+    // The default store is read without a name; a join's four stores by theirs.
+    if (store != "default") reader = reader.option("storeName", store)
+    val df = reader.load(checkpoint)
+    val schema = df.schema
+    StoreRows(
+      MigrationSparkApi.internalRows(df),
+      schema("key").dataType.asInstanceOf[StructType],
+      schema("value").dataType.asInstanceOf[StructType],
+      schema.fieldIndex("key"), schema.fieldIndex("value"), schema.fieldIndex("partition_id"))
+  }
+}

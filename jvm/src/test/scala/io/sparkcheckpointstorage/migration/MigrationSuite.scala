@@ -1,0 +1,118 @@
+package io.sparkcheckpointstorage.migration
+
+import java.io.{DataInputStream, FileInputStream}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path => NioPath}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.{LongType, StructType}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** What a migration decides from the files alone: no Spark session needed. */
+class MigrationSuite extends AnyFunSuite {
+  private val conf = new Configuration()
+  private val hdfs = TargetProvider.Hdfs
+
+  private def write(root: NioPath, rel: String, text: String): Unit = {
+    val p = root.resolve(rel)
+    Files.createDirectories(p.getParent)
+    Files.write(p, text.getBytes(UTF_8))
+  }
+
+  private def offsets(provider: String, extra: String = ""): String =
+    "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1,\"conf\":{\"spark.sql.streaming.stateStore.providerClass\":\"" +
+      provider + "\",\"spark.sql.shuffle.partitions\":\"4\"" + extra + "}}\n{\"logOffset\":0}"
+
+  private val aggregationMetadata = "v1\n{\"operatorInfo\":{\"operatorId\":0,\"operatorName\":\"stateStoreSave\"}," +
+    "\"stateStoreInfo\":[{\"storeName\":\"default\",\"numColsPrefixKey\":0,\"numPartitions\":4}]}"
+
+  /** A checkpoint of `batches` committed batches (and one more in the offset log only). */
+  private def checkpoint(batches: Int): NioPath = {
+    val root = Files.createTempDirectory("scs-migration-")
+    write(root, "metadata", "{\"id\":\"4f1b6a57-1a8e-4b58-a3b1-6f1a1d6a1c11\"}")
+    (0 to batches).foreach(b => write(root, s"offsets/$b", offsets(hdfs)))
+    (0 until batches).foreach(b => write(root, s"commits/$b", "v1\n{\"nextBatchWatermarkMs\":0}"))
+    write(root, "state/0/_metadata/metadata", aggregationMetadata)
+    write(root, "state/0/0/1.delta", "x")
+    root
+  }
+
+  private def refused(f: => Any): String = intercept[MigrationException](f).getMessage
+
+  test("the layout: last committed batch, offset log conf, operators with their stores") {
+    val root = checkpoint(2)
+    val layout = CheckpointLayout.read(root.toString, -1, conf)
+    assert(layout.batchId == 1 && layout.committed == Seq(0L, 1L))
+    assert(layout.sourceProvider == hdfs && layout.numPartitions == 4)
+    assert(layout.operators == Seq(OperatorLayout(0, "stateStoreSave", Seq(StoreLayout("default", 0, 4)))))
+    assert(!layout.hasPacks)
+  }
+
+  test("refusals of the source: no commit, an uncommitted batch, format version 2, transformWithState, no metadata") {
+    assert(refused(CheckpointLayout.read(checkpoint(0).toString, -1, conf)).contains("has no committed batch"))
+    val root = checkpoint(2)
+    assert(refused(CheckpointLayout.read(root.toString, 2, conf)).contains("Batch 2 of the checkpoint"))
+    assert(refused(CheckpointLayout.read(root.toString, 9, conf)).contains("has no committed batch 9 (committed: 0 to 1)"))
+    write(root, "commits/1", "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{}}")
+    assert(refused(CheckpointLayout.read(root.toString, -1, conf)).contains("state checkpoint format version 2"))
+    val tws = checkpoint(1)
+    write(tws, "state/1/_metadata/v2/0", "{}")
+    assert(refused(CheckpointLayout.read(tws.toString, -1, conf)).contains("it is a transformWithState operator"))
+    val old = checkpoint(1)
+    write(old, "state/3/0/1.delta", "x")
+    assert(refused(CheckpointLayout.read(old.toString, -1, conf)).contains("Operator 3 of the checkpoint"))
+  }
+
+  test("the offset log records the target provider, nothing else changes") {
+    val entry = offsets(hdfs, ",\"spark.sql.streaming.stateStore.compression.codec\":\"lz4\"")
+    val rewritten = CheckpointCopier.recordProvider(entry, TargetProvider.Heap)
+    assert(rewritten == entry.replace(hdfs, TargetProvider.Heap))
+    assert(CheckpointLayout.parseOffsetConf(rewritten, "x")(CheckpointLayout.ProviderConf) == TargetProvider.Heap)
+  }
+
+  test("targets: inside or around the source, not empty, or left by a killed migration") {
+    val root = checkpoint(1)
+    val source = new Path(root.toUri).toString.stripSuffix("/")
+    assert(refused(TargetLocation.prepare(source, root.resolve("x").toString, conf)).contains("lies inside"))
+    assert(refused(TargetLocation.prepare(source, root.getParent.toString, conf)).contains("contains the checkpoint"))
+    assert(refused(TargetLocation.prepare(source, root.resolve("state").toString, conf)).contains("lies inside"))
+    val parent = Files.createTempDirectory("scs-targets-")
+    write(parent, "busy/file", "x")
+    assert(refused(TargetLocation.prepare(source, parent.resolve("busy").toString, conf)).contains("not empty"))
+    val fresh = TargetLocation.prepare(source, parent.resolve("dst").toString, conf)
+    assert(fresh.temporary.getName.startsWith(".dst" + TargetLocation.TempMarker))
+    write(parent, ".dst.migrating-1234abcd/_MIGRATION_INCOMPLETE", "x")
+    assert(refused(TargetLocation.prepare(source, parent.resolve("dst").toString, conf))
+      .contains("An earlier migration to"))
+  }
+
+  test("target and source providers must be loadable state store providers") {
+    assert(TargetProvider.resolve("RocksDB") == TargetProvider.RocksDb)
+    assert(refused(TargetProvider.resolve("com.example.Nope")).contains("is not on the classpath"))
+    assert(refused(TargetProvider.resolve("java.lang.String")).contains("is not a org.apache.spark"))
+  }
+
+  test("an HDFS snapshot file holds every record, then the end marker") {
+    val dir = Files.createTempDirectory("scs-hdfs-snapshot-")
+    val schema = new StructType().add("k", LongType)
+    val proj = UnsafeProjection.create(schema)
+    val file = new HdfsSnapshotFile(new Path(dir.toUri), 7, "lz4", conf)
+    (1L to 3L).foreach(i => file.put(proj(InternalRow(i)).copy(), proj(InternalRow(i * 10)).copy()))
+    file.commit()
+    val in = new DataInputStream(HdfsSnapshotFile.codec("lz4").compressedInputStream(
+      new FileInputStream(dir.resolve("7.snapshot").toFile)))
+    try {
+      val records = Iterator.continually(in.readInt()).takeWhile(_ != -1).map { keyLen =>
+        val key = new Array[Byte](keyLen)
+        in.readFully(key)
+        val value = new Array[Byte](in.readInt())
+        in.readFully(value)
+        (key.length, value.length)
+      }.toList
+      assert(records == List.fill(3)((16, 16)))
+    } finally in.close()
+  }
+}

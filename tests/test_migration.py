@@ -1,0 +1,480 @@
+"""Migration of a query's checkpoint between state store providers
+(``spark_checkpoint_storage.migration``), end to end on real Spark.
+
+Each direction runs two driver processes (tests/stateful_operators.py): the first runs every
+operator's query on the source provider over the first files, then stops; the second
+migrates each checkpoint to a new location with the target provider, resumes the queries
+there (its session still names the source provider: the migrated offset log alone must make
+them run on the target) and feeds the rest. What the sinks got over both drivers must equal
+the batch computation over all the input.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import Subprocess, assert_ok
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
+
+import stateful_operators as so  # noqa: E402
+
+#: operators every direction runs: aggregation, both deduplications, a stream-stream join (four
+#: stores, outer: rows kept for the watermark), applyInPandasWithState with event-time timeouts,
+#: session windows (prefix-key scan)
+OPERATORS = ["aggregation_update", "drop_duplicates", "drop_duplicates_within_watermark",
+             "join_left_outer", "apply_in_pandas_with_state", "session_window"]
+
+#: direction -> (source provider, source storage, target provider, target storage, operators)
+DIRECTIONS = {
+    # a canonical savepoint of RocksDB state, restored by Spark's HDFS provider
+    "rocksdb_via_canonical_savepoint_to_hdfs": ("rocksdb", None, "hdfs", None, OPERATORS),
+    "hdfs_to_heap": ("hdfs", None, "heap", None, list(so.OPERATORS)),
+    "rocksdb_to_heap": ("rocksdb", None, "heap", None, OPERATORS),
+    "heap_to_hdfs": ("heap", None, "hdfs", None, OPERATORS),
+    "heap_to_rocksdb": ("heap", None, "rocksdb", None, OPERATORS),
+    "heap_filesystem_to_heap_driver": ("heap", "filesystem", "heap", "driver", OPERATORS),
+}
+
+def file_manager(provider: str):
+    """RocksDB runs on Spark's own checkpoint file manager, as its users have it: it reads its
+    snapshot zips through Hadoop's FileSystem, bypassing the file manager, so a zip our file
+    manager inlined into a pack is not found on restore (the other providers read through it)."""
+    return "spark" if provider == "rocksdb" else None
+
+
+DRIVER = """
+    import sys
+    sys.path.insert(0, %r)
+    import stateful_operators
+    stateful_operators.main(["stateful_operators.py", %r])
+"""
+
+
+def run_driver(root, name: str, spec: dict):
+    step_dir = root / name
+    step_dir.mkdir()
+    spec_path = step_dir / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    result = Subprocess(step_dir).python(DRIVER % (TESTS, str(spec_path)), timeout=900,
+                                         env={"TZ": "UTC"})
+    (step_dir / "stdout.txt").write_text(result.stdout)
+    (step_dir / "stderr.txt").write_text(result.stderr)
+    assert_ok(result)
+
+
+@pytest.fixture(scope="module")
+def directions(tmp_path_factory):
+    cache = {}
+
+    def get(direction):
+        if direction not in cache:
+            source, source_storage, target, target_storage, operators = DIRECTIONS[direction]
+            root = tmp_path_factory.mktemp(direction)
+            work = root / "work"
+            common = dict(work=str(work), master="local[2]", operators=operators)
+            run_driver(root, "source", dict(common, provider=source, storage=source_storage,
+                                            file_manager=file_manager(source),
+                                            checkpoint_root=str(work / "src"), feed=[0, 1, 2]))
+            run_driver(root, "target", dict(
+                common, provider=source, storage=target_storage, file_manager=file_manager(target),
+                checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
+                migrate_to=target, feed=[3, 4, "flush"], results=True,
+                via_canonical_savepoint="canonical" in direction))
+            cache[direction] = json.loads((work / "results.json").read_text())
+        return cache[direction]
+
+    return get
+
+
+#: files each provider writes for the one version a migration writes (a snapshot of it)
+STATE_FILES = {"heap": {"heap-snapshot"}, "hdfs": {"snapshot"}, "rocksdb": {"zip"}}
+
+
+@pytest.mark.parametrize("direction", sorted(DIRECTIONS))
+def test_migrated_queries_resume_with_exact_results(directions, direction):
+    source, _, target, target_storage, operators = DIRECTIONS[direction]
+    results = directions(direction)
+    migrations = results["log"]["migrations"]
+    for name in operators:
+        got = results["operators"][name]
+        assert got["got"] == got["expected"], name
+        assert got["expected"], name
+        m = migrations[name]
+        # Batches 0-2 were committed by the source driver: the migration took the last one.
+        assert m["batchId"] >= 1, name
+        assert m["sourceProvider"] == so.provider_class(source), name
+        assert m["targetProvider"] == so.provider_class(target), name
+        assert m["numPartitions"] == 4, name
+        # The resumed query ran on the target provider: the offset log says so...
+        assert so.provider_class(target) in got["checkpoint"]["offsets"], name
+        if source != target:
+            assert so.provider_class(source) not in got["checkpoint"]["offsets"], name
+        if target_storage == "driver":
+            # ...on the storage of the resuming session (state migrated as plain files).
+            assert got["checkpoint"]["storage"].startswith("storage=DriverCheckpointStorage"), name
+        # ...and what the migration wrote were the target provider's files.
+        assert STATE_FILES[target] <= set(m["state_files"]), (name, m["state_files"])
+    # Operators with state that was still held at the migrated batch moved rows over.
+    for name in ["aggregation_update", "drop_duplicates", "join_left_outer", "session_window"]:
+        assert migrations[name]["rows"] > 0, name
+    join_stores = {s["store"] for s in migrations["join_left_outer"]["operators"][0]["stores"]}
+    assert join_stores == {"left-keyToNumValues", "left-keyWithIndexToValue",
+                           "right-keyToNumValues", "right-keyWithIndexToValue"}
+
+
+# --------------------------------------------------------------------------------------
+# In this process's session: a large state, refusals, a failed and a killed migration.
+
+#: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
+SPARK_CONF = {"spark.sql.shuffle.partitions": 4}
+
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+COUNTS = "k long, v long"
+
+
+def count_query(spark, source, checkpoint, out):
+    """``groupBy(k).agg(count, sum)`` in update mode, each batch's output appended to parquet."""
+    from pyspark.sql import functions as F
+
+    def sink(df, batch_id):
+        df.write.mode("overwrite").parquet(os.path.join(out, "batch=%d" % batch_id))
+
+    return (spark.readStream.schema(COUNTS).parquet(source)
+            .groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s"))
+            .writeStream.outputMode("update").foreachBatch(sink)
+            .option("checkpointLocation", checkpoint).start())
+
+
+def add_file(spark, source, df):
+    df.coalesce(1).write.mode("append").parquet(source)
+
+
+def run_batches(spark, provider, source, checkpoint, out, files):
+    """Starts the counting query on ``provider`` (recorded in a new checkpoint), feeds
+    ``files`` (DataFrames), one batch each, and stops it."""
+    os.makedirs(source, exist_ok=True)
+    spark.conf.set(PROVIDER_CONF, so.provider_class(provider))
+    try:
+        query = count_query(spark, source, checkpoint, out)
+        try:
+            for df in files:
+                add_file(spark, source, df)
+                query.processAllAvailable()
+        finally:
+            query.stop()
+    finally:
+        spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
+
+
+def final_counts(spark, out):
+    """The last update of each key (counts only grow, so the largest)."""
+    from pyspark.sql import functions as F
+    return (spark.read.parquet(out).groupBy("k")
+            .agg(F.max("n").alias("n"), F.max_by("s", "n").alias("s")))
+
+
+def expected_counts(spark, source):
+    from pyspark.sql import functions as F
+    return spark.read.schema(COUNTS).parquet(source).groupBy("k").agg(
+        F.count("*").alias("n"), F.sum("v").alias("s"))
+
+
+def tree(path):
+    """Every file under ``path`` with its bytes, to prove a source untouched."""
+    files = {}
+    for d, _, names in os.walk(path):
+        for n in names:
+            p = os.path.join(d, n)
+            with open(p, "rb") as f:
+                files[os.path.relpath(p, path)] = f.read()
+    return files
+
+
+def test_several_hundred_thousand_keys(spark, tmp_path):
+    """300k keys in 4 partitions on Spark's HDFS provider, migrated to ours, resumed: the final
+    counts of every key equal the batch computation, and the source is untouched."""
+    from pyspark.sql import functions as F
+    from spark_checkpoint_storage.migration import migrate
+
+    source, src, dst, out = (str(tmp_path / n) for n in ("source", "src", "dst", "out"))
+    keys = 300_000
+    first = spark.range(keys).select(F.col("id").alias("k"), (F.col("id") % 7).alias("v"))
+    second = spark.range(0, keys, 3).select(F.col("id").alias("k"), F.lit(100).cast("long").alias("v"))
+    run_batches(spark, "hdfs", source, src, out, [first])
+    before = tree(src)
+    result = migrate(src, dst, to="heap")
+    assert tree(src) == before
+    assert result.rows == keys and result.batch_id == 0 and result.num_partitions == 4
+    assert sum(result.operators[0]["stores"][0]["rowsPerPartition"]) == keys
+    query = count_query(spark, source, dst, out)  # the session's provider: ours
+    try:
+        add_file(spark, source, second)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    got, expected = final_counts(spark, out), expected_counts(spark, source)
+    assert got.count() == keys
+    assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0
+    with open(os.path.join(dst, "offsets", "1")) as f:
+        assert so.provider_class("heap") in f.read()
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(spark, tmp_path_factory):
+    """A counting query's checkpoint on Spark's HDFS provider after two batches."""
+    root = tmp_path_factory.mktemp("small")
+    source, src, out = (str(root / n) for n in ("source", "src", "out"))
+    files = [spark.createDataFrame([(k % 10, b) for k in range(50)], COUNTS) for b in range(2)]
+    run_batches(spark, "hdfs", source, src, out, files)
+    return src
+
+
+def copy_of(checkpoint, tmp_path, name="copy"):
+    import shutil
+    target = str(tmp_path / name)
+    shutil.copytree(checkpoint, target)
+    return target
+
+
+def assert_refused(fn, *fragments):
+    from spark_checkpoint_storage.errors import MigrationException
+    with pytest.raises(MigrationException) as info:
+        fn()
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
+    assert info.value.getCondition() == "CHECKPOINT_STORAGE.MIGRATION"
+    return str(info.value)
+
+
+def test_refuses_an_uncommitted_batch(spark, small_checkpoint, tmp_path):
+    from spark_checkpoint_storage.migration import migrate
+    src = copy_of(small_checkpoint, tmp_path)
+    os.remove(os.path.join(src, "commits", "1"))  # batch 1 ran, its commit was never written
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap", batch_id=1),
+                   "Batch 1 of the checkpoint", "is not committed", "last committed batch is 0")
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap", batch_id=7),
+                   "has no committed batch 7 (committed: 0 to 0)")
+    # Without a batch the last committed one is taken.
+    assert migrate(src, str(tmp_path / "dst"), to="heap").batch_id == 0
+
+
+def test_refuses_targets_inside_the_source_or_not_empty(spark, small_checkpoint, tmp_path):
+    from spark_checkpoint_storage.migration import migrate
+    assert_refused(lambda: migrate(small_checkpoint, os.path.join(small_checkpoint, "inside"), to="heap"),
+                   "lies inside the checkpoint")
+    assert_refused(lambda: migrate(small_checkpoint, os.path.dirname(small_checkpoint), to="heap"),
+                   "contains the checkpoint")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "something").write_text("x")
+    assert_refused(lambda: migrate(small_checkpoint, str(busy), to="heap"),
+                   "already exists and is not empty")
+    assert not (tmp_path / "busy" / "offsets").exists()
+
+
+def test_refuses_providers_it_cannot_read_or_write(spark, small_checkpoint, tmp_path):
+    from spark_checkpoint_storage.migration import migrate
+    assert_refused(lambda: migrate(small_checkpoint, str(tmp_path / "a"), to="com.example.NoSuchProvider"),
+                   "The target state store provider com.example.NoSuchProvider is not on the classpath",
+                   "Use one of hdfs, heap, rocksdb")
+    assert_refused(lambda: migrate(small_checkpoint, str(tmp_path / "b"), to="java.lang.String"),
+                   "java.lang.String is not a org.apache.spark.sql.execution.streaming.state.StateStoreProvider")
+    src = copy_of(small_checkpoint, tmp_path)
+    for name in os.listdir(os.path.join(src, "offsets")):
+        path = os.path.join(src, "offsets", name)
+        if name.isdigit():
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(text.replace(so.provider_class("hdfs"), "com.example.GoneProvider"))
+        else:
+            os.remove(path)  # Hadoop's checksum of the original content
+    assert_refused(lambda: migrate(src, str(tmp_path / "c"), to="heap"),
+                   "The source state store provider com.example.GoneProvider is not on the classpath",
+                   "cannot be read")
+    for name in "abc":
+        assert not (tmp_path / name).exists()
+
+
+def test_refuses_inline_state_without_our_file_manager(spark, small_checkpoint, tmp_path):
+    """The small checkpoint's state is in packs (this session's file system storage): a
+    session on Spark's own file manager cannot read it, and is told which setting to change."""
+    from spark_checkpoint_storage.migration import migrate
+    assert os.path.isdir(os.path.join(small_checkpoint, "state-packs"))
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    ours = spark.conf.get(key)
+    spark.conf.set(key, so.FILE_MANAGERS["spark"])
+    try:
+        assert_refused(lambda: migrate(small_checkpoint, str(tmp_path / "dst"), to="heap"),
+                       "is inline (packs", "set %s=%s" % (key, ours))
+    finally:
+        spark.conf.set(key, ours)
+    assert not (tmp_path / "dst").exists()
+
+
+def test_refuses_state_checkpoint_format_version_2(spark, tmp_path):
+    from spark_checkpoint_storage.migration import migrate
+    source, src, out = (str(tmp_path / n) for n in ("source", "src", "out"))
+    spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
+    try:
+        run_batches(spark, "rocksdb", source, src, out,
+                    [spark.createDataFrame([(1, 1)], COUNTS)])
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap"),
+                   "state checkpoint format version 2",
+                   "spark.sql.streaming.stateStore.checkpointFormatVersion=1")
+    assert not (tmp_path / "dst").exists()
+
+
+def test_refuses_transform_with_state(spark, tmp_path):
+    """transformWithState keeps column families (RocksDB only): refused, naming the operator."""
+    import pandas as pd
+    from pyspark.sql.streaming import StatefulProcessor
+    from spark_checkpoint_storage.migration import migrate
+
+    class Count(StatefulProcessor):
+        def init(self, handle):
+            self.n = handle.getValueState("n", "n long")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = self.n.get()[0] if self.n.exists() else 0
+            for pdf in rows:
+                n += len(pdf)
+            self.n.update((n,))
+            yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+        def close(self):
+            pass
+
+    source, src = str(tmp_path / "source"), str(tmp_path / "src")
+    add_file(spark, source, spark.createDataFrame([(1, 1), (2, 2)], COUNTS))
+    spark.conf.set(PROVIDER_CONF, so.provider_class("rocksdb"))
+    try:
+        query = (spark.readStream.schema(COUNTS).parquet(source).groupBy("k")
+                 .transformWithStateInPandas(Count(), outputStructType="k long, n long",
+                                             outputMode="Update", timeMode="None")
+                 .writeStream.outputMode("update").format("noop")
+                 .option("checkpointLocation", src).start())
+        query.processAllAvailable()
+        query.stop()
+    finally:
+        spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap"),
+                   "transformWithState", "column families", "cannot be migrated")
+
+
+def test_failed_migration_leaves_nothing(spark, small_checkpoint, tmp_path):
+    """A state file missing from the source: the error names it, and neither the target nor
+    its temporary sibling is left behind."""
+    from spark_checkpoint_storage.migration import migrate
+    src = copy_of(small_checkpoint, tmp_path)
+    # Batch 1's state (version 2) of partition 0, whatever the storage made of it: a real file
+    # or an inline one in a pack. Removing the packs loses inline files; the error must say so.
+    packs = os.path.join(src, "state-packs")
+    if os.path.exists(packs):
+        import shutil
+        shutil.rmtree(packs)
+    else:
+        os.remove(os.path.join(src, "state", "0", "0", "2.delta"))
+    message = str(pytest.raises(Exception, migrate, src, str(tmp_path / "dst"), to="heap").value)
+    import re
+    assert re.search(r"copy/state/0/\d/1\.delta does not exist", message), message
+    assert sorted(os.listdir(tmp_path)) == ["copy"]
+
+
+def test_killed_migration_leaves_the_target_unusable_and_says_so(spark, tmp_path, subproc):
+    """A migration SIGKILLed while it writes leaves no checkpoint at the target, a hidden
+    sibling saying what it is, and the next migration to that target refuses, naming it."""
+    import signal
+    import subprocess
+    import time
+    from pyspark.sql import functions as F
+    from spark_checkpoint_storage.migration import migrate
+
+    source, src, out = (str(tmp_path / n) for n in ("source", "src", "out"))
+    dst = str(tmp_path / "dst")
+    run_batches(spark, "hdfs", source, src, out, [spark.range(200_000).select(
+        F.col("id").alias("k"), F.col("id").alias("v"))])
+    script = tmp_path / "migrate.py"
+    script.write_text("from spark_checkpoint_storage.migration import migrate\n"
+                      "migrate(%r, %r, to='rocksdb')\n" % (src, dst))
+    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True,
+                            env=subproc.env(), cwd=str(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    leftovers = []
+    try:
+        deadline = time.time() + 300
+        # Kill it once the target provider has written state into the temporary sibling.
+        while time.time() < deadline and proc.poll() is None:
+            leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".dst.migrating-")]
+            if leftovers and os.path.exists(os.path.join(tmp_path, leftovers[0], "state")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the migration ended before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the Python process and its driver JVM
+        proc.wait()
+    assert not os.path.exists(dst)
+    leftover = os.path.join(tmp_path, leftovers[0])
+    with open(os.path.join(leftover, "_MIGRATION_INCOMPLETE")) as f:
+        note = f.read()
+    assert "An unfinished migration of" in note and "not a checkpoint to start a query from" in note
+    assert not os.path.exists(os.path.join(leftover, "_migration"))
+    message = assert_refused(lambda: migrate(src, dst, to="rocksdb"),
+                             "An earlier migration to", "did not finish", leftovers[0],
+                             "was never written", "Delete")
+    assert not os.path.exists(dst), message
+    import shutil
+    shutil.rmtree(leftover)
+    assert migrate(src, dst, to="rocksdb").rows == 200_000
+
+
+def test_canonical_savepoint(spark, small_checkpoint, tmp_path):
+    """A canonical savepoint holds the state rows as parquet (key and value structs, per
+    operator, store and partition) with a descriptor, and restores into any provider: each
+    restored checkpoint resumes with the counts of the batch computation."""
+    from spark_checkpoint_storage.migration import migrate
+    from spark_checkpoint_storage.savepoints import savepoint
+
+    before = tree(small_checkpoint)
+    sp = str(tmp_path / "sp")
+    assert savepoint(small_checkpoint, sp, format="canonical") == "file:" + sp
+    assert tree(small_checkpoint) == before
+    with open(os.path.join(sp, "_savepoint")) as f:
+        manifest = json.load(f)
+    assert manifest["format"] == "canonical" and manifest["batchId"] == 1
+    assert manifest["sourceProvider"] == so.provider_class("hdfs") and manifest["rows"] == 10
+    [op] = manifest["operators"]
+    [store] = op["stores"]
+    assert store["name"] == "default" and store["numPartitions"] == 4
+    # Plain parquet, readable by anything: the key and value structs of the store.
+    rows = spark.read.parquet(os.path.join(sp, store["path"]))
+    assert [f.name for f in rows.schema.fields] == ["key", "value", "partition_id"]
+    assert json.loads(rows.schema["key"].dataType.json()) == json.loads(store["keySchema"])
+    assert sorted(r.key.k for r in rows.collect()) == list(range(10))
+    assert not os.path.exists(os.path.join(sp, "state", "0", "0", "1.delta"))
+    assert sorted(os.listdir(os.path.join(sp, "commits"))) == ["0", "1"]
+
+    # One more file of input, which each restored query reads as its batch 2.
+    source = os.path.join(os.path.dirname(small_checkpoint), "source")
+    add_file(spark, source, spark.createDataFrame([(k, 5) for k in range(10)], COUNTS))
+    expected = {r.k: (r.n, r.s) for r in expected_counts(spark, source).collect()}
+    assert expected[3] == (11, 0 * 5 + 1 * 5 + 5)
+    for provider in ["rocksdb", "heap"]:
+        dst, out = str(tmp_path / ("dst-" + provider)), str(tmp_path / ("out-" + provider))
+        result = migrate(sp, dst, to=provider)
+        assert result.rows == 10 and result.batch_id == 1
+        assert result.target_provider == so.provider_class(provider)
+        query = count_query(spark, source, dst, out)
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        with open(os.path.join(dst, "offsets", "2")) as f:
+            assert so.provider_class(provider) in f.read()
+        got = {r.k: (r.n, r.s) for r in final_counts(spark, out).collect()}
+        assert got == expected, provider
