@@ -105,7 +105,7 @@ def progress_of(query, batch_id: int) -> Dict:
     """The progress report of batch ``batch_id`` (not that of an idle trigger)."""
     for _ in range(50):
         for p in reversed(query.recentProgress):
-            d = json.loads(p.json)
+            d = p if isinstance(p, dict) else json.loads(p.json)  # pyspark 3.5: dicts
             if d.get("batchId") == batch_id and "addBatch" in d.get("durationMs", {}):
                 return d
         time.sleep(0.1)  # the report is posted just after the batch ends

@@ -20,9 +20,16 @@ from typing import Dict, List, Optional
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-#: Spark 4.3's default checkpoint file manager (on file:// and hdfs://).
-SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                      "FileContextBasedCheckpointFileManager")
+def _spark_file_manager() -> str:
+    """Spark's default checkpoint file manager (on file:// and hdfs://) of the running
+    pyspark: its package moved in Spark 4.1."""
+    import pyspark
+    line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
+    moved = "checkpointing." if line >= (4, 1) else ""
+    return "org.apache.spark.sql.execution.streaming." + moved + "FileContextBasedCheckpointFileManager"
+
+
+SPARK_FILE_MANAGER = _spark_file_manager()
 OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
 
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
