@@ -33,7 +33,7 @@ val sparkOperatorSuites = Seq("HeapStreamingAggregationSuite", "HeapStreamingDed
   .map("io.sparkcheckpointstorage.provider." + _)
 def sparkSuitesInCi(line: SparkLine): Seq[String] =
   (if (line.line == "4.3") Seq("HeapStreamingAggregationSuite", "HeapFlatMapGroupsWithStateSuite",
-    "HeapStreamingFullOuterJoinSuite") else Seq("HeapStreamingAggregationSuite"))
+    "HeapStreamingFullOuterJoinSuite") else Seq("HeapFlatMapGroupsWithStateSuite"))
   .map("io.sparkcheckpointstorage.provider." + _)
 
 // Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)

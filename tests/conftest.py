@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +44,30 @@ class Subprocess:
         cmd = [os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               env=self.env(), cwd=str(self.tmp_path))
+
+
+#: runs stateful_operators.py's driver (the operators' queries) with a spec file
+_OPERATORS_DRIVER = """
+    import sys
+    sys.path.insert(0, %r)
+    import stateful_operators
+    stateful_operators.main(["stateful_operators.py", %r])
+"""
+
+
+def run_operators_driver(step_dir, spec: dict) -> subprocess.CompletedProcess:
+    """Runs one driver process of stateful_operators.py with ``spec`` (written to
+    ``step_dir/spec.json``). Its whole stdout and stderr stay in ``step_dir`` for a failure's
+    post-mortem (``assert_ok`` shows only their ends)."""
+    step_dir.mkdir()
+    spec_path = step_dir / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    result = Subprocess(step_dir).python(_OPERATORS_DRIVER % (tests, str(spec_path)),
+                                         timeout=900, env={"TZ": "UTC"})
+    (step_dir / "stdout.txt").write_text(result.stdout)
+    (step_dir / "stderr.txt").write_text(result.stderr)
+    return result
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import assert_ok, run_operators_driver
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
@@ -45,24 +45,8 @@ def file_manager(provider: str):
     return "spark" if provider == "rocksdb" else None
 
 
-DRIVER = """
-    import sys
-    sys.path.insert(0, %r)
-    import stateful_operators
-    stateful_operators.main(["stateful_operators.py", %r])
-"""
-
-
 def run_driver(root, name: str, spec: dict):
-    step_dir = root / name
-    step_dir.mkdir()
-    spec_path = step_dir / "spec.json"
-    spec_path.write_text(json.dumps(spec))
-    result = Subprocess(step_dir).python(DRIVER % (TESTS, str(spec_path)), timeout=900,
-                                         env={"TZ": "UTC"})
-    (step_dir / "stdout.txt").write_text(result.stdout)
-    (step_dir / "stderr.txt").write_text(result.stderr)
-    assert_ok(result)
+    assert_ok(run_operators_driver(root / name, spec))
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import assert_ok, run_operators_driver
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
@@ -61,14 +61,6 @@ SCENARIOS = {
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
-DRIVER = """
-    import sys
-    sys.path.insert(0, %r)
-    import stateful_operators
-    stateful_operators.main(["stateful_operators.py", %r])
-"""
-
-
 class ScenarioFailed(Exception):
     pass
 
@@ -86,15 +78,7 @@ def run_scenario(root, provider: str, scenario: str, storage=None, operators=Non
                     storage=storage, operators=operators, results=(i == len(steps) - 1),
                     **(extra or {}))
         expect_exit = spec.pop("expect_exit", 0)
-        step_dir = root / ("driver-%d" % i)
-        step_dir.mkdir()
-        spec_path = step_dir / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        result = Subprocess(step_dir).python(DRIVER % (TESTS, str(spec_path)), timeout=900,
-                                             env={"TZ": "UTC"})
-        # Whole outputs, for a failure's post-mortem (assert_ok shows only their ends).
-        (step_dir / "stdout.txt").write_text(result.stdout)
-        (step_dir / "stderr.txt").write_text(result.stderr)
+        result = run_operators_driver(root / ("driver-%d" % i), spec)
         if expect_exit and result.returncode == expect_exit:
             after_kill = {"killed_in": json.loads((work / "driver-killed.json").read_text())}
             continue

@@ -165,6 +165,34 @@ final class CheckpointReader(location: String, conf: Configuration) {
   /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */
   def batchIds(dir: String): Seq[Long] =
     CheckpointFiles.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
+
+  /**
+   * The committed batch `batchId` (-1: the last committed one), or why there is none; the
+   * caller words the error for what it was about to do with the batch.
+   */
+  def committedBatch(batchId: Long): Either[NoCommittedBatch, CommittedBatch] = {
+    val committed = batchIds("commits")
+    if (committed.isEmpty) return Left(NoCommittedBatch.NothingCommitted)
+    val batch = if (batchId < 0) committed.last else batchId
+    if (committed.contains(batch)) Right(CommittedBatch(batch, committed.filter(_ <= batch)))
+    else if (batchIds("offsets").contains(batch)) Left(NoCommittedBatch.InFlight(batch, committed.last))
+    else Left(NoCommittedBatch.Unknown(batch, committed.head, committed.last))
+  }
+}
+
+/** A committed batch of a checkpoint, with the committed batches up to it. */
+final case class CommittedBatch(id: Long, committedUpTo: Seq[Long])
+
+/** Why a checkpoint has no committed batch of the id asked for. */
+sealed trait NoCommittedBatch
+
+object NoCommittedBatch {
+  /** The query has not completed a batch yet. */
+  case object NothingCommitted extends NoCommittedBatch
+  /** The batch is planned (offset log) but not committed: running, or failed. */
+  final case class InFlight(batch: Long, lastCommitted: Long) extends NoCommittedBatch
+  /** No such batch in the commit log. */
+  final case class Unknown(batch: Long, firstCommitted: Long, lastCommitted: Long) extends NoCommittedBatch
 }
 
 object CheckpointReader {

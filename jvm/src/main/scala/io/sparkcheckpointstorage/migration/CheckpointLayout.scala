@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader, NoCommittedBatch}
 import io.sparkcheckpointstorage.packs.PackFiles
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
@@ -61,20 +61,18 @@ object CheckpointLayout {
     val reader = new CheckpointReader(location, conf)
     val root = reader.root.stripSuffix("/")
     if (!reader.exists) throw new MigrationException(s"No checkpoint at $location.")
-    val committed = reader.batchIds("commits")
-    if (committed.isEmpty) {
-      throw new MigrationException(s"The checkpoint $root has no committed batch: there is no state " +
-        "to migrate. Let the query complete a batch first.")
-    }
-    val batch = if (batchId < 0) committed.last else batchId
-    if (!committed.contains(batch)) {
-      val inFlight = reader.batchIds("offsets").contains(batch)
-      throw new MigrationException(
-        if (inFlight) s"Batch $batch of the checkpoint $root is not committed (it is being processed, " +
-          s"or failed): only the state of a committed batch can be migrated. The last committed batch " +
-          s"is ${committed.last}; omit the batch to migrate it."
-        else s"The checkpoint $root has no committed batch $batch (committed: ${committed.head} to " +
-          s"${committed.last}).")
+    val (batch, committed) = reader.committedBatch(batchId) match {
+      case Right(c) => (c.id, c.committedUpTo)
+      case Left(NoCommittedBatch.NothingCommitted) =>
+        throw new MigrationException(s"The checkpoint $root has no committed batch: there is no state " +
+          "to migrate. Let the query complete a batch first.")
+      case Left(NoCommittedBatch.InFlight(b, last)) =>
+        throw new MigrationException(s"Batch $b of the checkpoint $root is not committed (it is being " +
+          s"processed, or failed): only the state of a committed batch can be migrated. The last " +
+          s"committed batch is $last; omit the batch to migrate it.")
+      case Left(NoCommittedBatch.Unknown(b, first, last)) =>
+        throw new MigrationException(s"The checkpoint $root has no committed batch $b (committed: $first " +
+          s"to $last).")
     }
     val entries = reader.entries()
     def text(rel: String): String = {
@@ -119,7 +117,7 @@ object CheckpointLayout {
         "migrated. Supported: aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream " +
         "joins, flatMapGroupsWithState, applyInPandasWithState, session windows.")
     }
-    new CheckpointLayout(reader, batch, committed.filter(_ <= batch), offsetConf, operators, entries)
+    new CheckpointLayout(reader, batch, committed, offsetConf, operators, entries)
   }
 
   /** The conf map of an offset log entry: `v1`, then the metadata JSON, then one line per source. */

@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
 import io.sparkcheckpointstorage.packs.PackFiles
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader}
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader, NoCommittedBatch}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -63,20 +63,18 @@ object Savepoints {
         "A savepoint is never written over existing files: choose a new target, or delete that one.")
     }
 
-    val committed = reader.batchIds("commits")
-    if (committed.isEmpty) {
-      throw new SavepointException(s"The checkpoint $sourceRoot has no committed batch yet: nothing " +
-        "to save. Let the query complete a batch first (query.processAllAvailable()).")
-    }
-    val batch = if (batchId < 0) committed.last else batchId
-    if (!committed.contains(batch)) {
-      val inFlight = reader.batchIds("offsets").contains(batch)
-      throw new SavepointException(
-        if (inFlight) s"Batch $batch of the checkpoint $sourceRoot is not committed (it is being " +
-          s"processed, or failed): a savepoint holds committed state only. The last committed batch " +
-          s"is ${committed.last}; omit the batch to save it."
-        else s"The checkpoint $sourceRoot has no committed batch $batch (committed: " +
-          s"${committed.head} to ${committed.last}).")
+    val batch = reader.committedBatch(batchId) match {
+      case Right(committed) => committed.id
+      case Left(NoCommittedBatch.NothingCommitted) =>
+        throw new SavepointException(s"The checkpoint $sourceRoot has no committed batch yet: nothing " +
+          "to save. Let the query complete a batch first (query.processAllAvailable()).")
+      case Left(NoCommittedBatch.InFlight(b, last)) =>
+        throw new SavepointException(s"Batch $b of the checkpoint $sourceRoot is not committed (it is " +
+          s"being processed, or failed): a savepoint holds committed state only. The last committed " +
+          s"batch is $last; omit the batch to save it.")
+      case Left(NoCommittedBatch.Unknown(b, first, last)) =>
+        throw new SavepointException(s"The checkpoint $sourceRoot has no committed batch $b (committed: " +
+          s"$first to $last).")
     }
 
     val entries = reader.entries().filter(keep(_, batch))
