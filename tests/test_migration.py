@@ -38,12 +38,6 @@ DIRECTIONS = {
     "heap_filesystem_to_heap_driver": ("heap", "filesystem", "heap", "driver", OPERATORS),
 }
 
-def file_manager(provider: str):
-    """RocksDB runs on Spark's own checkpoint file manager, as its users have it: it reads its
-    snapshot zips through Hadoop's FileSystem, bypassing the file manager, so a zip our file
-    manager inlined into a pack is not found on restore (the other providers read through it)."""
-    return "spark" if provider == "rocksdb" else None
-
 
 def run_driver(root, name: str, spec: dict):
     assert_ok(run_operators_driver(root / name, spec))
@@ -60,10 +54,9 @@ def directions(tmp_path_factory):
             work = root / "work"
             common = dict(work=str(work), master="local[2]", operators=operators)
             run_driver(root, "source", dict(common, provider=source, storage=source_storage,
-                                            file_manager=file_manager(source),
                                             checkpoint_root=str(work / "src"), feed=[0, 1, 2]))
             run_driver(root, "target", dict(
-                common, provider=source, storage=target_storage, file_manager=file_manager(target),
+                common, provider=source, storage=target_storage,
                 checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
                 migrate_to=target, feed=[3, 4, "flush"], results=True,
                 via_canonical_savepoint="canonical" in direction))

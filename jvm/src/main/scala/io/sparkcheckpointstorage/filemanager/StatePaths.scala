@@ -24,6 +24,23 @@ object StatePaths {
    */
   def isStoreMetadata(relPath: String): Boolean = relPath.contains("/_metadata/")
 
+  /**
+   * State files whose providers read them back through the checkpoint file manager: ours, the
+   * deltas and snapshots of Spark's HDFSBacked provider, RocksDB's changelogs, and the checksum
+   * sidecars Spark 4.1+ writes next to any of them. Only these may be held inline (in the
+   * driver's heap or a pack). RocksDB opens its snapshot zips (and its SST files) through
+   * Hadoop's FileSystem, past the file manager: a zip held inline would be listed but not
+   * found by the next provider instance, so a zip, and any file of a provider not named here,
+   * stays a file of its own.
+   */
+  private val ReadThroughFileManager =
+    """^\d+(_[0-9a-f-]+)?\.(heap-delta|heap-snapshot|delta|snapshot|changelog)(\.crc)?$""".r
+
+  /** May the state file at `relPath` (from `splitState`) be held inline? */
+  def inlinable(relPath: String): Boolean =
+    !isStoreMetadata(relPath) &&
+      ReadThroughFileManager.pattern.matcher(relPath.substring(relPath.lastIndexOf('/') + 1)).matches()
+
   /** (checkpoint root, batch id) of a commit log entry. */
   def commit(path: Path): Option[(String, Long)] = path.toString match {
     case CommitFile(root, batch) => Some((root, batch.toLong))

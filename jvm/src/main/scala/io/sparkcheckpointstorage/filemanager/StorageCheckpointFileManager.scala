@@ -47,7 +47,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     StatePaths.splitState(qualified(p)) match {
-      case Some((root, rel)) if !StatePaths.isStoreMetadata(rel) =>
+      case Some((root, rel)) if StatePaths.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
