@@ -466,7 +466,7 @@ class Driver:
     def migrate(self):
         migrated = {}
         # Reading a source whose state is partly in packs needs our file manager; the queries
-        # resumed afterwards run on the one the step asked for (Spark's, for RocksDB).
+        # resumed afterwards run on the one the step asked for.
         fm_key = "spark.sql.streaming.checkpointFileManagerClass"
         step_fm = self.spark.conf.get(fm_key, None)
         self.spark.conf.set(fm_key, "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager")
@@ -492,12 +492,15 @@ class Driver:
             result = migrate(source, self.checkpoint(op), to=self.spec["migrate_to"],
                              spark=self.spark)
             migrated[op.name] = dict(result.to_dict(), wall_seconds=round(time.time() - started, 1),
-                                     state_files=self.state_file_kinds(self.checkpoint(op)))
+                                     state_files=self.state_file_kinds(self.checkpoint(op)),
+                                     source_state_files=self.state_file_kinds(
+                                         "%s/checkpoints/%s" % (self.spec["migrate_from"], op.name)))
             print("MIGRATED %s: %r" % (op.name, result), flush=True)
 
     @staticmethod
     def state_file_kinds(checkpoint: str) -> list:
-        """The kinds of files under a local checkpoint's state/ (``delta``, ``zip``, ...)."""
+        """The kinds of files on disk under a local checkpoint's state/ (``delta``, ``zip``,
+        ...); none for a remote checkpoint."""
         path = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
         kinds = set()
         for _, _, names in os.walk(os.path.join(path, "state")):
@@ -532,6 +535,7 @@ class Driver:
                 "expected": sort_rows(as_strings(expected, op.columns)),
                 "output_batches": len(self.outputs(op)),
                 "checkpoint": self.checkpoint_facts(op),
+                "state_files": self.state_file_kinds(self.checkpoint(op)),
             }
         with open(os.path.join(self.work, "results.json"), "w") as f:
             json.dump({"operators": results, "log": self.log}, f)

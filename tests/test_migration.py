@@ -36,7 +36,21 @@ DIRECTIONS = {
     "heap_to_hdfs": ("heap", None, "hdfs", None, OPERATORS),
     "heap_to_rocksdb": ("heap", None, "rocksdb", None, OPERATORS),
     "heap_filesystem_to_heap_driver": ("heap", "filesystem", "heap", "driver", OPERATORS),
+    # RocksDB with changelog checkpointing: a source whose latest versions are changelogs
+    # only, and a target that resumes from the migration's snapshot writing changelogs
+    "rocksdb_changelog_to_heap": ("rocksdb", None, "heap", None, OPERATORS),
+    "heap_to_rocksdb_changelog": ("heap", None, "rocksdb", None, OPERATORS),
 }
+
+#: RocksDB with changelog checkpointing, on Spark's own file manager so that the changelogs
+#: are files on disk the test can see (ours would pack them)
+CHANGELOG = dict(spark_conf={
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+    file_manager="spark")
+#: direction -> what the source's driver (writing SRC) and the target's (migrating and
+#: resuming) add to their spec
+SOURCE_SPEC = {"rocksdb_changelog_to_heap": CHANGELOG}
+TARGET_SPEC = {"heap_to_rocksdb_changelog": CHANGELOG}
 
 
 def run_driver(root, name: str, spec: dict):
@@ -54,9 +68,10 @@ def directions(tmp_path_factory):
             work = root / "work"
             common = dict(work=str(work), master="local[2]", operators=operators)
             run_driver(root, "source", dict(common, provider=source, storage=source_storage,
-                                            checkpoint_root=str(work / "src"), feed=[0, 1, 2]))
+                                            checkpoint_root=str(work / "src"), feed=[0, 1, 2],
+                                            **SOURCE_SPEC.get(direction, {})))
             run_driver(root, "target", dict(
-                common, provider=source, storage=target_storage,
+                common, provider=source, storage=target_storage, **TARGET_SPEC.get(direction, {}),
                 checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
                 migrate_to=target, feed=[3, 4, "flush"], results=True,
                 via_canonical_savepoint="canonical" in direction))
@@ -94,6 +109,12 @@ def test_migrated_queries_resume_with_exact_results(directions, direction):
             assert got["checkpoint"]["storage"].startswith("storage=DriverCheckpointStorage"), name
         # ...and what the migration wrote were the target provider's files.
         assert STATE_FILES[target] <= set(m["state_files"]), (name, m["state_files"])
+        if direction in SOURCE_SPEC:
+            # The source's newest state was in changelogs: read, not only snapshots.
+            assert "changelog" in m["source_state_files"], (name, m["source_state_files"])
+        if direction in TARGET_SPEC:
+            # The resumed query wrote changelogs on top of the migrated snapshot.
+            assert "changelog" in got["state_files"], (name, got["state_files"])
     # Operators with state that was still held at the migrated batch moved rows over.
     for name in ["aggregation_update", "drop_duplicates", "join_left_outer", "session_window"]:
         assert migrations[name]["rows"] > 0, name
