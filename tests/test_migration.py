@@ -10,6 +10,7 @@ the batch computation over all the input.
 """
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -476,3 +477,27 @@ def test_canonical_savepoint(spark, small_checkpoint, tmp_path):
             assert so.provider_class(provider) in f.read()
         got = {r.k: (r.n, r.s) for r in final_counts(spark, out).collect()}
         assert got == expected, provider
+
+
+def test_command_line_canonical_savepoint_then_migrate(spark, small_checkpoint, tmp_path, subproc):
+    """``savepoint --format canonical``, then ``migrate SAVEPOINT DST --to heap --json``, each in
+    a process of its own: each prints what it wrote, the source is untouched, and the migrated
+    state holds every key's count and sum at the saved batch (read back by Spark's state data
+    source, through our provider)."""
+    before = tree(small_checkpoint)
+    sp, dst = str(tmp_path / "sp"), str(tmp_path / "dst")
+    cli = [sys.executable, "-m", "spark_checkpoint_storage"]
+    saved = subprocess.run(cli + ["savepoint", small_checkpoint, sp, "--format", "canonical"],
+                           capture_output=True, text=True, timeout=600, env=subproc.env())
+    assert assert_ok(saved).strip() == "file:" + sp
+    with open(os.path.join(sp, "_savepoint")) as f:
+        assert json.load(f)["format"] == "canonical"
+    migrated = subprocess.run(cli + ["migrate", sp, dst, "--to", "heap", "--json"],
+                              capture_output=True, text=True, timeout=600, env=subproc.env())
+    result = json.loads(assert_ok(migrated))
+    assert result["rows"] == 10 and result["batchId"] == 1, result
+    assert result["targetProvider"] == so.provider_class("heap"), result
+    assert tree(small_checkpoint) == before
+    # Two files of 50 rows, k = row % 10 and v = the file's number: n = 10, s = 0 * 5 + 1 * 5.
+    state = spark.read.format("statestore").load(dst).collect()
+    assert {r.key[0]: (r.value[0], r.value[1]) for r in state} == {k: (10, 5) for k in range(10)}
