@@ -184,7 +184,23 @@ final class CheckpointReader(location: String, conf: Configuration) {
 final case class CommittedBatch(id: Long, committedUpTo: Seq[Long])
 
 /** Why a checkpoint has no committed batch of the id asked for. */
-sealed trait NoCommittedBatch
+sealed trait NoCommittedBatch {
+  /**
+   * The error's words for the checkpoint at `root`, about to `action` ("save", "migrate") the
+   * state of that batch, which only committed state can be (`done`: "saved", "migrated").
+   */
+  def message(root: String, action: String, done: String): String = this match {
+    case NoCommittedBatch.NothingCommitted =>
+      s"The checkpoint $root has no committed batch yet: there is no state to $action. Let the " +
+        "query complete a batch first (query.processAllAvailable())."
+    case NoCommittedBatch.InFlight(b, last) =>
+      s"Batch $b of the checkpoint $root is not committed (it is being processed, or failed): " +
+        s"only the state of a committed batch can be $done. The last committed batch is $last; " +
+        s"omit the batch to $action it."
+    case NoCommittedBatch.Unknown(b, first, last) =>
+      s"The checkpoint $root has no committed batch $b (committed: $first to $last)."
+  }
+}
 
 object NoCommittedBatch {
   /** The query has not completed a batch yet. */

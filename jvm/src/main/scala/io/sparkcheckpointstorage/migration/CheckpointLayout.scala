@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader, NoCommittedBatch}
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.packs.PackFiles
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
@@ -63,16 +63,7 @@ object CheckpointLayout {
     if (!reader.exists) throw new MigrationException(s"No checkpoint at $location.")
     val (batch, committed) = reader.committedBatch(batchId) match {
       case Right(c) => (c.id, c.committedUpTo)
-      case Left(NoCommittedBatch.NothingCommitted) =>
-        throw new MigrationException(s"The checkpoint $root has no committed batch: there is no state " +
-          "to migrate. Let the query complete a batch first.")
-      case Left(NoCommittedBatch.InFlight(b, last)) =>
-        throw new MigrationException(s"Batch $b of the checkpoint $root is not committed (it is being " +
-          s"processed, or failed): only the state of a committed batch can be migrated. The last " +
-          s"committed batch is $last; omit the batch to migrate it.")
-      case Left(NoCommittedBatch.Unknown(b, first, last)) =>
-        throw new MigrationException(s"The checkpoint $root has no committed batch $b (committed: $first " +
-          s"to $last).")
+      case Left(why) => throw new MigrationException(why.message(root, "migrate", "migrated"))
     }
     val entries = reader.entries()
     def text(rel: String): String = {

@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
 import io.sparkcheckpointstorage.packs.PackFiles
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader, NoCommittedBatch}
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -64,17 +64,8 @@ object Savepoints {
     }
 
     val batch = reader.committedBatch(batchId) match {
-      case Right(committed) => committed.id
-      case Left(NoCommittedBatch.NothingCommitted) =>
-        throw new SavepointException(s"The checkpoint $sourceRoot has no committed batch yet: nothing " +
-          "to save. Let the query complete a batch first (query.processAllAvailable()).")
-      case Left(NoCommittedBatch.InFlight(b, last)) =>
-        throw new SavepointException(s"Batch $b of the checkpoint $sourceRoot is not committed (it is " +
-          s"being processed, or failed): a savepoint holds committed state only. The last committed " +
-          s"batch is $last; omit the batch to save it.")
-      case Left(NoCommittedBatch.Unknown(b, first, last)) =>
-        throw new SavepointException(s"The checkpoint $sourceRoot has no committed batch $b (committed: " +
-          s"$first to $last).")
+      case Right(c) => c.id
+      case Left(why) => throw new SavepointException(why.message(sourceRoot, "save", "saved"))
     }
 
     val entries = reader.entries().filter(keep(_, batch))
