@@ -61,6 +61,7 @@ SCENARIOS = {
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
+
 class ScenarioFailed(Exception):
     pass
 
