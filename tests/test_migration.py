@@ -33,12 +33,12 @@ DIRECTIONS = {
     # a canonical savepoint of RocksDB state, restored by Spark's HDFS provider
     "rocksdb_via_canonical_savepoint_to_hdfs": ("rocksdb", None, "hdfs", None, OPERATORS),
     "hdfs_to_heap": ("hdfs", None, "heap", None, list(so.OPERATORS)),
-    "rocksdb_to_heap": ("rocksdb", None, "heap", None, OPERATORS),
     "heap_to_hdfs": ("heap", None, "hdfs", None, OPERATORS),
-    "heap_to_rocksdb": ("heap", None, "rocksdb", None, OPERATORS),
     "heap_filesystem_to_heap_driver": ("heap", "filesystem", "heap", "driver", OPERATORS),
     # RocksDB with changelog checkpointing: a source whose latest versions are changelogs
-    # only, and a target that resumes from the migration's snapshot writing changelogs
+    # only, and a target that resumes from the migration's snapshot writing changelogs. (A
+    # RocksDB source without changelogs is the canonical savepoint's above; a RocksDB target
+    # without them is one of test_canonical_savepoint's restores.)
     "rocksdb_changelog_to_heap": ("rocksdb", None, "heap", None, OPERATORS),
     "heap_to_rocksdb_changelog": ("heap", None, "rocksdb", None, OPERATORS),
 }

@@ -1,12 +1,17 @@
 """Every stateful operator a third-party state store provider can run, end to end on real
 Spark, checked exactly against the same computation in batch mode over the same input:
 
-- ``local``: ``local[2]``;
-- ``restart``: the queries stop after two files; a new driver process starts them again
-  on the same checkpoints and feeds the rest;
-- ``local_cluster``: ``local-cluster[2,1,1024]`` (executors in their own JVMs);
-- ``executor_killed``: ``local-cluster``, an executor JVM SIGKILLed while batches run,
-  twice; Spark starts new executors and the state is restored on them.
+- ``restart``: ``local[2]``; the queries stop after two files; a new driver process starts
+  them again on the same checkpoints and feeds the rest;
+- ``executor_killed``: ``local-cluster[2,1,1024]`` (executors in their own JVMs), an
+  executor JVM SIGKILLed while batches run, twice; Spark starts new executors and the state
+  is restored on them;
+- ``driver_killed``: ``local-cluster``, the driver SIGKILLed between the state commit and
+  ``commits/N``; a new driver resumes.
+
+An uninterrupted run on ``local[2]`` or ``local-cluster`` is the first half of the restart
+and executor-kill scenarios (their results are checked after both halves), so it is not a
+scenario of its own.
 
 Every scenario runs all operators' queries side by side in one driver (tests/
 stateful_operators.py), once per provider; the tests then compare operator by operator.
@@ -42,10 +47,8 @@ CLUSTER = "local-cluster[2,1,1024]"
 
 #: scenario -> the driver processes it runs, one after the other, on one checkpoint set
 SCENARIOS = {
-    "local": [dict(master=LOCAL, feed=[0, 1, 2, "flush"])],
     "restart": [dict(master=LOCAL, feed=[0, 1]),
                 dict(master=LOCAL, feed=[2, 3, "flush"])],
-    "local_cluster": [dict(master=CLUSTER, feed=[0, 1, 2, "flush"])],
     "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"],
                              kill_executor_after=[1, 2])],
     # The driver is SIGKILLed once every query has committed the state of the batch that
@@ -149,25 +152,12 @@ def check(results, provider, name):
 
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-def test_local(scenario_results, provider, name):
-    results = scenario_results(provider, "local")
+def test_restart_in_new_driver(scenario_results, provider, name):
+    results = scenario_results(provider, "restart")
     check(results, provider, name)
     if name in WATERMARKED:
-        # the watermark removed state along the way, not only at the end
+        # the watermark removed state along the way (in the second driver), not only at the end
         assert results["log"]["state_rows_removed"][name] > 0
-
-
-@pytest.mark.parametrize("name", OPERATORS)
-@pytest.mark.parametrize("provider", PROVIDER_NAMES)
-def test_restart_in_new_driver(scenario_results, provider, name):
-    check(scenario_results(provider, "restart"), provider, name)
-
-
-@pytest.mark.cluster
-@pytest.mark.parametrize("name", OPERATORS)
-@pytest.mark.parametrize("provider", PROVIDER_NAMES)
-def test_local_cluster(scenario_results, provider, name):
-    check(scenario_results(provider, "local_cluster"), provider, name)
 
 
 @pytest.mark.cluster
