@@ -76,18 +76,16 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
 
   test("files a provider reads past the file manager (RocksDB's snapshot zips) are never inline") {
     val m = fm()
-    Seq("3.zip", "4_0123abcd-ef45-6789-abcd-ef0123456789.zip", "5.zip.crc", "6.other", "SSTs/7-x.sst")
-      .foreach(write(m, _, 10))
-    Seq("1.heap-delta", "1.delta", "1.snapshot", "1.changelog", "1_0123abcd-ef45-6789-abcd-ef0123456789.changelog",
-      "1.delta.crc").foreach(write(m, _, 10))
+    val ownFiles = Seq("3.zip", "4_0123abcd-ef45-6789-abcd-ef0123456789.zip", "5.zip.crc", "6.other", "SSTs/7-x.sst")
+    val inline = Seq("1.heap-delta", "1.delta", "1.snapshot", "1.changelog",
+      "1_0123abcd-ef45-6789-abcd-ef0123456789.changelog", "1.delta.crc")
+    (ownFiles ++ inline).foreach(write(m, _, 10))
     // What RocksDB does on load: open the zip through Hadoop's FileSystem, not the file manager.
     val zip = statePath("3.zip")
     val in = zip.getFileSystem(new Configuration()).open(zip)
     try assert(org.apache.commons.io.IOUtils.toByteArray(in).length == 10) finally in.close()
-    Seq("3.zip", "4_0123abcd-ef45-6789-abcd-ef0123456789.zip", "5.zip.crc", "6.other", "SSTs/7-x.sst")
-      .foreach(name => assert(onDisk(s"state/0/0/$name"), s"$name is not a file of its own"))
-    Seq("1.heap-delta", "1.delta", "1.snapshot", "1.changelog", "1_0123abcd-ef45-6789-abcd-ef0123456789.changelog",
-      "1.delta.crc").foreach(name => assert(!onDisk(s"state/0/0/$name"), s"$name is not inline"))
+    ownFiles.foreach(name => assert(onDisk(s"state/0/0/$name"), s"$name is not a file of its own"))
+    inline.foreach(name => assert(!onDisk(s"state/0/0/$name"), s"$name is not inline"))
   }
 
   test("commits/N makes the inline state durable first: one pack, restored by a new driver") {

@@ -52,9 +52,13 @@ class MigrationSuite extends AnyFunSuite {
   }
 
   test("refusals of the source: no commit, an uncommitted batch, format version 2, transformWithState, no metadata") {
-    assert(refused(CheckpointLayout.read(checkpoint(0).toString, -1, conf)).contains("has no committed batch"))
+    assert(refused(CheckpointLayout.read(checkpoint(0).toString, -1, conf))
+      .contains("has no committed batch yet: there is no state to migrate. Let the query complete a batch first"))
     val root = checkpoint(2)
-    assert(refused(CheckpointLayout.read(root.toString, 2, conf)).contains("Batch 2 of the checkpoint"))
+    val inFlight = refused(CheckpointLayout.read(root.toString, 2, conf))
+    assert(inFlight.contains("Batch 2 of the checkpoint"))
+    assert(inFlight.contains("is not committed (it is being processed, or failed): only the state of a committed " +
+      "batch can be migrated. The last committed batch is 1; omit the batch to migrate it."), inFlight)
     assert(refused(CheckpointLayout.read(root.toString, 9, conf)).contains("has no committed batch 9 (committed: 0 to 1)"))
     write(root, "commits/1", "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{}}")
     assert(refused(CheckpointLayout.read(root.toString, -1, conf)).contains("state checkpoint format version 2"))

@@ -82,6 +82,8 @@ class SavepointsSuite extends AnyFunSuite {
     val fresh = Files.createTempDirectory("scs-fresh").resolve("sp").toString
     assert(refused(fresh, 2).contains("Batch 2 of the checkpoint"))
     assert(refused(fresh, 2).contains("is not committed"))
+    assert(refused(fresh, 2).contains("only the state of a committed batch can be saved"))
+    assert(refused(fresh, 2).contains("omit the batch to save it"))
     assert(refused(fresh, 9).contains("has no committed batch 9"))
     assert(!Files.exists(java.nio.file.Paths.get(fresh)))
   }
