@@ -14,8 +14,8 @@ heap). Never a test: nothing fails, the summary compares with the targets.
     .venv/bin/python benchmarks/coordinator_rpc.py --quick           # smoke test
 
 The JVM half is ``io.sparkcheckpointstorage.benchmarks.CoordinatorLoad`` in the test sources:
-this script builds the tests jar (``dev/sbt Test/package``) when it is missing or older than
-those sources, and ships it to the executors with ``spark.jars``.
+this script rebuilds the plugin jar and the running Spark line's tests jar when the JVM sources
+are newer, and ships the tests jar to the executors with ``spark.jars``.
 """
 import argparse
 import glob
@@ -30,24 +30,50 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = {"putsPerSecond": 20000, "mbPerSecond": 200, "p99Ms": 5.0, "commitMs": 50.0}
 
 
+def newest_source() -> float:
+    return max(os.path.getmtime(os.path.join(d, f))
+               for d, _, files in os.walk(os.path.join(ROOT, "jvm")) for f in files)
+
+
 def tests_jar() -> str:
-    """The tests jar holding CoordinatorLoad, rebuilt when its sources are newer."""
-    source = os.path.join(ROOT, "jvm/src/test/scala/io/sparkcheckpointstorage/benchmarks/CoordinatorLoad.scala")
-    jars = glob.glob(os.path.join(ROOT, "target/scala-2.13/spark-checkpoint-storage_2.13-*-tests.jar"))
-    if not jars or os.path.getmtime(jars[0]) < os.path.getmtime(source):
-        print("[W5] building the tests jar (dev/sbt Test/package)", file=sys.stderr, flush=True)
-        subprocess.run([os.path.join(ROOT, "dev/sbt"), "-warn", "Test/package"], cwd=ROOT, check=True)
-        jars = glob.glob(os.path.join(ROOT, "target/scala-2.13/spark-checkpoint-storage_2.13-*-tests.jar"))
+    """
+    The running Spark line's tests jar, holding CoordinatorLoad. When the JVM sources are
+    newer, the plugin jar (``dev/build-jar --spark LINE``, installed with the Python package)
+    and the tests jar are rebuilt, so that both sides of the RPC run the sources measured.
+    """
+    import spark_checkpoint_storage
+    from spark_checkpoint_storage.bundled_jar import artifact_id, running_spark_line
+
+    line, scala = running_spark_line()
+    project = "spark" + line.replace(".", "") + ("_213" if (line, scala) == ("3.5", "2.13") else "")
+    pattern = os.path.join(ROOT, "target/spark-%s_%s/scala-%s/%s-*-tests.jar" % (line, scala, scala, artifact_id(line, scala)))
+    jars = glob.glob(pattern)
+    installed = os.path.join(os.path.dirname(os.path.abspath(spark_checkpoint_storage.__file__)), "jars")
+    plugin = glob.glob(os.path.join(installed, "%s-*.jar" % artifact_id(line, scala)))
+    if not jars or not plugin or min(os.path.getmtime(j) for j in jars + plugin) < newest_source():
+        print("[W5] building the plugin and tests jars of Spark %s" % line, file=sys.stderr, flush=True)
+        subprocess.run([os.path.join(ROOT, "dev/build-jar"), "--spark", line], cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--force-reinstall", "."], cwd=ROOT, check=True)
+        subprocess.run(["rm", "-rf", "build"] + glob.glob(os.path.join(ROOT, "python/*.egg-info")), cwd=ROOT)
+        subprocess.run([os.path.join(ROOT, "dev/sbt"), "-warn", "%s/Test/package" % project], cwd=ROOT, check=True)
+        jars = glob.glob(pattern)
+    if not jars:
+        sys.exit("[W5] no tests jar matches %s after building it" % pattern)
     return jars[0]
 
 
-def session(executors: int):
+BATCH_SETTING = "spark.sql.streaming.checkpointStorage.executor.maxRequestBatchSize"
+
+
+def session(executors: int, batch: str):
     from pyspark.sql import SparkSession
     from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 
     builder = (SparkSession.builder.master("local-cluster[%d,1,1024]" % executors)
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
+               .config("spark.ui.showConsoleProgress", "false")
+               .config(BATCH_SETTING, batch))
     builder = configure_spark_with_checkpoint_storage(builder)
     jars = builder._options["spark.jars"] + "," + tests_jar()
     spark = builder.config("spark.jars", jars).getOrCreate()
@@ -60,16 +86,18 @@ def session(executors: int):
 
 
 def run_one(spark, work: str, queries: int, stores: int, args, keep_in_heap: bool,
-            in_process: bool = False) -> dict:
+            in_process: bool, batch: str) -> dict:
     sc = spark.sparkContext
     load = sc._jvm.io.sparkcheckpointstorage.benchmarks.CoordinatorLoad
     folder = tempfile.mkdtemp(prefix="w5-q%d-s%d-" % (queries, stores), dir=work)
-    print("[W5] %s: %d queries x %d partitions x %d stores, %d rounds, %d senders%s" % (
-        "threads" if in_process else "rpc", queries, args.partitions, stores, args.rounds,
-        args.executors * args.senders,
+    print("[W5] %s, %s=%s: %d queries x %d partitions x %d stores, %d rounds, %d senders%s" % (
+        "threads" if in_process else "rpc", BATCH_SETTING.split(".")[-1], batch, queries, args.partitions,
+        stores, args.rounds, args.executors * args.senders,
         ", bytes kept in driver heap" if keep_in_heap else ""), file=sys.stderr, flush=True)
     result = json.loads(load.run(sc._jsc.sc(), folder, queries, args.partitions, stores, args.rounds,
-                                 args.executors, args.senders, keep_in_heap, args.wave_mb << 20, in_process))
+                                 args.executors, args.senders, keep_in_heap, args.wave_mb << 20, in_process,
+                                 batch))
+    result["batch"] = batch
     subprocess.run(["rm", "-rf", folder])
     return result
 
@@ -92,8 +120,12 @@ def main() -> None:
                         help="at most this much state in flight per wave of queries (driver heap)")
     parser.add_argument("--modes", default="rpc,threads",
                         help="rpc: senders in executor JVMs through the plugin RPC; threads: sender "
-                             "threads in the driver JVM queued to one thread running the endpoint "
-                             "(codec and coordinator on one core, no network)")
+                             "threads in the driver JVM, as many executors batching their requests, "
+                             "queued to one thread running the endpoint (codec and coordinator on one "
+                             "core, no network)")
+    parser.add_argument("--batching", default="1m,0",
+                        help="values of %s to compare, each in a Spark application of its own "
+                             "(0: every request on its own)" % BATCH_SETTING)
     parser.add_argument("--quick", action="store_true", help="1 and 2 queries of 20 partitions, 2 rounds")
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks/results"))
     args = parser.parse_args()
@@ -102,22 +134,30 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="w5-", dir=os.path.join(ROOT, "benchmarks/results"))
 
-    spark = session(args.executors)
     rows = []
+    heap = None
     try:
-        # Warm-up: the JIT and the RPC connections, not measured.
-        run_one(spark, work, 1, 1, argparse.Namespace(**{**vars(args), "rounds": 1}), False)
-        run_one(spark, work, 1, 1, argparse.Namespace(**{**vars(args), "rounds": 1}), False, True)
-        for mode in args.modes.split(","):
-            for stores in [int(s) for s in args.stores.split(",")]:
-                for queries in [int(q) for q in args.queries.split(",")]:
-                    rows.append(run_one(spark, work, queries, stores, args, False, mode == "threads"))
-                    print(json.dumps(rows[-1]), flush=True)
-        heap = run_one(spark, work, min(10, max(int(q) for q in args.queries.split(","))), 1,
-                       argparse.Namespace(**{**vars(args), "rounds": 1}), True)
-        print(json.dumps(heap), flush=True)
+        for batch in args.batching.split(","):
+            spark = session(args.executors, batch)
+            try:
+                one_round = argparse.Namespace(**{**vars(args), "rounds": 1})
+                # Warm-up, not measured: the RPC connections, and the JIT, which otherwise takes
+                # more driver CPU than the coordinator in the first rows.
+                warm_up = argparse.Namespace(**{**vars(args), "rounds": 2})
+                for in_process in (False, True, False):
+                    run_one(spark, work, 10, 1, warm_up, False, in_process, batch)
+                for mode in args.modes.split(","):
+                    for stores in [int(s) for s in args.stores.split(",")]:
+                        for queries in [int(q) for q in args.queries.split(",")]:
+                            rows.append(run_one(spark, work, queries, stores, args, False, mode == "threads", batch))
+                            print(json.dumps(rows[-1]), flush=True)
+                if heap is None:
+                    heap = run_one(spark, work, min(10, max(int(q) for q in args.queries.split(","))), 1,
+                                   one_round, True, False, batch)
+                    print(json.dumps(heap), flush=True)
+            finally:
+                spark.stop()
     finally:
-        spark.stop()
         subprocess.run(["rm", "-rf", work])
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -126,28 +166,31 @@ def main() -> None:
     print("\nW5: %d executor JVMs x %d sender threads = %d concurrent senders, state files 1-64 KiB "
           "(log-uniform), %d partitions per query, %d rounds" % (
               args.executors, args.senders, args.executors * args.senders, args.partitions, args.rounds))
-    print("| senders | queries | stores | puts | puts/s | MB/s | p50 put | p99 put | driver CPU (cores) | "
-          "commit p50 / max per query | pack |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| senders | batch | queries | stores | puts | puts/s | MB/s | p50 put | p99 put | driver CPU (cores) | "
+          "endpoint thread: puts / MB per CPU second | puts per driver CPU second (JIT left out) | commit p50 / max per query | pack |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %d | %.0f | %.0f | %.2f ms | %.2f ms | %.2f | %.1f / %.1f ms | %.1f MB |" % (
-            "executor JVMs (RPC)" if r["mode"] == "rpc" else "driver threads, one RPC thread",
+        print("| %s | %s | %d | %d | %d | %.0f | %.0f | %.2f ms | %.2f ms | %.2f | %.0f / %.0f | %s | %.1f / %.1f ms | %.1f MB |" % (
+            "executor JVMs (RPC)" if r["mode"] == "rpc" else "driver threads, one RPC thread", r["batch"],
             r["queries"], r["stores"], r["puts"], r["putsPerSecond"], r["mbPerSecond"], r["p50Ms"],
-            r["p99Ms"], r["driverCpuCores"], r["commitP50Ms"], r["commitMaxMs"], r["packMbMean"]))
+            r["p99Ms"], r["driverCpuCores"], r["putsPerEndpointCpuSecond"], r["mbPerEndpointCpuSecond"],
+            "%.0f (%.0f)" % (r["putsPerDriverCpuSecond"], r["putsPerDriverCpuSecondWithoutJit"])
+            if r["mode"] == "rpc" else "-", r["commitP50Ms"], r["commitMaxMs"], r["packMbMean"]))
     print("\nDriver heap per held byte (driver storage, %d queries, %.0f MB held): %.2f" % (
         heap["queries"], heap["heldBytes"] / 1e6, heap["heapPerHeldByte"]))
-    for mode in args.modes.split(","):
-        summary(args, [r for r in rows if r["mode"] == mode], mode)
+    for batch in args.batching.split(","):
+        for mode in args.modes.split(","):
+            summary(args, [r for r in rows if r["mode"] == mode and r["batch"] == batch], mode, batch)
 
 
-def summary(args, rows, mode: str) -> None:
+def summary(args, rows, mode: str, batch: str) -> None:
     if not rows:
         return
     best = lambda key, pick: pick(r[key] for r in rows)  # noqa: E731
     single = [r for r in rows if r["stores"] == 1]
-    print("\nAgainst the targets, %s (worst case over the rows; commit: one store per partition):" % (
+    print("\nAgainst the targets, %s, %s=%s (worst case over the rows; commit: one store per partition):" % (
         "senders in executor JVMs through the plugin RPC" if mode == "rpc" else
-        "sender threads in the driver, one thread serving them"))
+        "sender threads in the driver, one thread serving them", BATCH_SETTING.split(".")[-1], batch))
     print("- puts/s >= %d: %.0f (%s)" % (TARGETS["putsPerSecond"], best("putsPerSecond", min),
                                         verdict(best("putsPerSecond", min), TARGETS["putsPerSecond"], True)))
     print("- MB/s >= %d: %.0f (%s)" % (TARGETS["mbPerSecond"], best("mbPerSecond", min),
@@ -160,6 +203,14 @@ def summary(args, rows, mode: str) -> None:
         args.partitions, TARGETS["commitMs"], commit, verdict(commit, TARGETS["commitMs"], False)))
     print("- driver CPU while sending: %.2f cores at most (the RPC thread, Netty and the coordinator)"
           % best("driverCpuCores", max))
+    print("- on one driver core running the endpoint (its thread's CPU time): %.0f puts/s, %.0f MB/s at least" % (
+        best("putsPerEndpointCpuSecond", min), best("mbPerEndpointCpuSecond", min)))
+    if mode == "rpc":
+        print("- per second of driver CPU (every driver thread): %.0f puts at least, %.0f with the JIT's "
+              "compiler threads left out" % (best("putsPerDriverCpuSecond", min),
+                                             best("putsPerDriverCpuSecondWithoutJit", min)))
+        print("- driver CPU seconds by thread, the row with most puts: %s" % ", ".join(
+            "%s %.2f" % kv for kv in max(rows, key=lambda r: r["puts"])["driverCpuSecondsByThread"].items()))
 
 
 if __name__ == "__main__":

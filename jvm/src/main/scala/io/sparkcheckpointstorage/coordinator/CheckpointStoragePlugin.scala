@@ -52,12 +52,11 @@ class CheckpointStoragePlugin extends SparkPlugin {
 
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
       context = ctx
-      CoordinatorClient.executorContext = Some(ctx)
+      CoordinatorClient.connect(ctx,
+        RequestBatcher.maxBatchBytes(ctx.conf().getOption(CheckpointStorageOptions.ExecutorMaxRequestBatchSize)))
     }
 
-    override def shutdown(): Unit = {
-      if (CoordinatorClient.executorContext.contains(context)) CoordinatorClient.executorContext = None
-    }
+    override def shutdown(): Unit = CoordinatorClient.disconnect(context)
   }
 }
 
@@ -67,18 +66,29 @@ object CheckpointStoragePlugin {
 
 /** How file managers reach the coordinator: directly on the driver, over RPC elsewhere. */
 object CoordinatorClient {
-  @volatile private[coordinator] var executorContext: Option[PluginContext] = None
+  /** This executor's plugin context and the batcher sending through it. */
+  @volatile private var executorConnection: Option[(PluginContext, RequestBatcher)] = None
+
+  /** Sends this executor's requests through `ctx` from now on, batched up to `maxBatchBytes`. */
+  def connect(ctx: PluginContext, maxBatchBytes: Int = RequestBatcher.DefaultMaxBatchBytes): Unit = synchronized {
+    executorConnection.foreach(_._2.stop())
+    executorConnection = Some((ctx, new RequestBatcher(ctx.ask, maxBatchBytes)))
+  }
+
+  /** Stops sending through `ctx` (the executor is shutting down). */
+  def disconnect(ctx: PluginContext): Unit = synchronized {
+    executorConnection.filter(_._1 eq ctx).foreach { case (_, batcher) =>
+      batcher.stop()
+      executorConnection = None
+    }
+  }
 
   /** The coordinator's reply; a [[Failed]] one is raised as the exception of its kind. */
   def ask(request: CoordinatorRequest): CoordinatorReply = {
     val reply = CheckpointCoordinator.driverInstance match {
       case Some(c) => c.handle(request)
-      case None => executorContext match {
-        case Some(ctx) => ctx.ask(MessageCodec.encode(request)) match {
-          case bytes: Array[Byte] => MessageCodec.decodeReply(bytes)
-          case other => throw new MalformedMessageException("The checkpoint coordinator answered " +
-            s"with ${Option(other).map(_.getClass.getName).orNull} instead of a byte array.")
-        }
+      case None => executorConnection match {
+        case Some((_, batcher)) => batcher.ask(request)
         case None => throw new IllegalStateException("The checkpoint storage needs its Spark " +
           s"plugin: start Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (the Python " +
           "helper configure_spark_with_checkpoint_storage sets it).")

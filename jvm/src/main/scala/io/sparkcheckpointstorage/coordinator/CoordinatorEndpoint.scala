@@ -3,12 +3,13 @@ package io.sparkcheckpointstorage.coordinator
 import scala.util.control.NonFatal
 
 /**
- * The coordinator's side of the plugin RPC: bytes in, bytes out. A request is decoded by
- * [[MessageCodec]]; anything else, malformed or oversized is answered with a refusal of its
- * kind (the asking task fails with it). Never throws: it runs on the plugin's only RPC
- * thread, shared by every query of the application.
+ * The coordinator's side of the plugin RPC: bytes in, bytes out. A request, or a batch of
+ * them ([[RequestBatcher]]), is decoded by [[MessageCodec]]; anything else, malformed or
+ * oversized is answered with a refusal of its kind (the asking task fails with it). Each
+ * request of a batch is answered on its own: one failing does not fail the others. Never
+ * throws: it runs on the plugin's only RPC thread, shared by every query of the application.
  *
- * @param maxMessageBytes the largest request accepted
+ * @param maxMessageBytes the largest request (or batch) accepted
  */
 final class CoordinatorEndpoint(coordinator: CheckpointCoordinator,
     maxMessageBytes: Int = MessageCodec.MaxMessageBytes) {
@@ -16,6 +17,9 @@ final class CoordinatorEndpoint(coordinator: CheckpointCoordinator,
   def receive(message: AnyRef): AnyRef = {
     val reply = try {
       message match {
+        case bytes: Array[Byte] if MessageCodec.isBatch(bytes) =>
+          return MessageCodec.encodeReplies(MessageCodec.decodeBatch(bytes, maxMessageBytes)
+            .map(coordinator.handle))
         case bytes: Array[Byte] => coordinator.handle(MessageCodec.decodeRequest(bytes, maxMessageBytes))
         case other => throw new MalformedMessageException("Refused a checkpoint coordinator " +
           s"message of type ${Option(other).map(_.getClass.getName).orNull}: requests are byte arrays.")

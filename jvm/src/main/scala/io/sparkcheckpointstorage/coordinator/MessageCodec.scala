@@ -15,6 +15,9 @@ import java.nio.charset.{CharacterCodingException, StandardCharsets}
  *     bytes    int length, bytes
  *     boolean  byte 0 or 1
  *   nothing after the last field
+ *
+ *   a batch (tag Batch for requests, Replies for their replies): int count, then count
+ *   whole messages, each as bytes; a batch inside a batch is refused
  * }}}
  *
  * Decoding checks every length against what is left and refuses anything malformed,
@@ -26,7 +29,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 1
+  val FormatVersion: Byte = 2
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -35,8 +38,65 @@ object MessageCodec {
 
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
+    val Batch: Byte = 6
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
-    val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22
+    val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
+  }
+
+  /** Several encoded requests as one message, answered by one [[encodeReplies]] message. */
+  def encodeBatch(requests: Seq[Array[Byte]]): Array[Byte] = wrap(Tag.Batch, requests)
+
+  /** The replies to a batch, in the order of its requests. */
+  def encodeReplies(replies: Seq[CoordinatorReply]): Array[Byte] = wrap(Tag.Replies, replies.map(encode))
+
+  /** Whether `bytes` claim to be a batch (decoding says whether they really are). */
+  def isBatch(bytes: Array[Byte]): Boolean = bytes.length >= HeaderSize && bytes(4) == Tag.Batch
+
+  /** The requests of a batch, or a [[MalformedMessageException]] saying why the bytes are not one. */
+  def decodeBatch(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): Seq[CoordinatorRequest] =
+    unwrap(bytes, maxBytes, Tag.Batch, "request batch")(readRequest)
+
+  /**
+   * The `expected` replies to a batch. A single [[Failed]] reply is the driver refusing the
+   * whole batch: every request gets it.
+   */
+  def decodeReplies(bytes: Array[Byte], expected: Int, maxBytes: Int = MaxMessageBytes): Seq[CoordinatorReply] = {
+    if (bytes.length >= HeaderSize && bytes(4) == Tag.Failed) Seq.fill(expected)(decodeReply(bytes, maxBytes))
+    else {
+      val replies = unwrap(bytes, maxBytes, Tag.Replies, "reply batch")(readReply)
+      if (replies.size != expected) {
+        throw malformed(bytes.length, s"${replies.size} replies to a batch of $expected requests")
+      }
+      replies
+    }
+  }
+
+  private def wrap(tag: Byte, messages: Seq[Array[Byte]]): Array[Byte] = {
+    val size = 4 + messages.map(4L + _.length).sum
+    if (size > MaxMessageBytes) {
+      throw new IllegalArgumentException(s"A batch of ${messages.size} coordinator messages would take $size " +
+        s"bytes, more than a message may ($MaxMessageBytes): send them in smaller batches.")
+    }
+    val w = new Writer(tag, size.toInt)
+    w.int(messages.size)
+    messages.foreach(w.bytes)
+    w.done()
+  }
+
+  /** The messages of a batch, each read where it lies in `bytes` (no copy of the batch). */
+  private def unwrap[T](bytes: Array[Byte], maxBytes: Int, tag: Byte, what: String)(read: Reader => T): Seq[T] = {
+    val r = new Reader(bytes, 0, bytes.length, maxBytes)
+    if (r.tag != tag) throw r.malformed(s"tag ${r.tag} where a $what was expected")
+    val n = r.count(minEntryBytes = 4 + HeaderSize)
+    val out = Vector.fill(n) {
+      val (from, length) = r.skip("a message of the batch")
+      if (length >= HeaderSize && (bytes(from + 4) == Tag.Batch || bytes(from + 4) == Tag.Replies)) {
+        throw r.malformed(s"a batch inside a $what")
+      }
+      read(new Reader(bytes, from, length, maxBytes))
+    }
+    r.end()
+    out
   }
 
   def encode(request: CoordinatorRequest): Array[Byte] = request match {
@@ -78,8 +138,10 @@ object MessageCodec {
   }
 
   /** A request, or a [[MalformedMessageException]] saying why the bytes are not one. */
-  def decodeRequest(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorRequest = {
-    val r = new Reader(bytes, maxBytes)
+  def decodeRequest(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorRequest =
+    readRequest(new Reader(bytes, 0, bytes.length, maxBytes))
+
+  private def readRequest(r: Reader): CoordinatorRequest = {
     val request = r.tag match {
       case Tag.Put =>
         PutInline(root = r.string(), relPath = r.string(), bytes = r.bytes(), storage = r.string(),
@@ -95,8 +157,10 @@ object MessageCodec {
   }
 
   /** A reply, or a [[MalformedMessageException]] saying why the bytes are not one. */
-  def decodeReply(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorReply = {
-    val r = new Reader(bytes, maxBytes)
+  def decodeReply(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): CoordinatorReply =
+    readReply(new Reader(bytes, 0, bytes.length, maxBytes))
+
+  private def readReply(r: Reader): CoordinatorReply = {
     val reply = r.tag match {
       case Tag.Done => Done
       case Tag.NotInline => NotInline
@@ -133,6 +197,10 @@ object MessageCodec {
     b
   }
 
+  private def malformed(length: Int, what: String): MalformedMessageException = new MalformedMessageException(
+    s"Refused a malformed checkpoint coordinator message ($length bytes): $what. The " +
+      "executors and the driver must run the same spark-checkpoint-storage jar (spark.jars).")
+
   /** Error messages are for people: keep them within a string's limit. */
   private def truncate(message: String): String =
     if (message.length <= MaxStringBytes / 4) message else message.take(MaxStringBytes / 4) + "..."
@@ -154,29 +222,31 @@ object MessageCodec {
     }
   }
 
-  /** Reads one message, checking each length against what is left before trusting it. */
-  private final class Reader(message: Array[Byte], maxBytes: Int) {
-    private val buf = ByteBuffer.wrap(message)
+  /**
+   * Reads one message, the `size` bytes of `message` from `from`, checking each length
+   * against what is left before trusting it.
+   */
+  private final class Reader(message: Array[Byte], from: Int, size: Int, maxBytes: Int) {
+    private val buf = ByteBuffer.wrap(message, from, size).slice()
 
-    def malformed(what: String): MalformedMessageException = new MalformedMessageException(
-      s"Refused a malformed checkpoint coordinator message (${message.length} bytes): $what. The " +
-        "executors and the driver must run the same spark-checkpoint-storage jar (spark.jars).")
+    def malformed(what: String): MalformedMessageException = MessageCodec.malformed(size, what)
 
     val tag: Byte = {
-      if (message.length > maxBytes) {
+      if (size > maxBytes) {
         throw new MalformedMessageException(s"Refused a checkpoint coordinator message of " +
-          s"${message.length} bytes: at most $maxBytes are accepted. A state file that large " +
+          s"$size bytes: at most $maxBytes are accepted. A state file that large " +
           "does not belong in the driver: use the FileSystemCheckpointStorage (or lower " +
           "spark.sql.streaming.checkpointStorage.maxStateSize).")
       }
-      if (message.length < HeaderSize || message(0) != Magic0 || message(1) != Magic1 || message(2) != Magic2) {
+      if (size < HeaderSize || message(from) != Magic0 || message(from + 1) != Magic1 ||
+          message(from + 2) != Magic2) {
         throw malformed("it does not start with the message header")
       }
-      if (message(3) != FormatVersion) {
-        throw malformed(s"format version ${message(3)}, this jar speaks version $FormatVersion")
+      if (message(from + 3) != FormatVersion) {
+        throw malformed(s"format version ${message(from + 3)}, this jar speaks version $FormatVersion")
       }
       buf.position(HeaderSize)
-      message(4)
+      message(from + 4)
     }
 
     private def need(n: Int, what: String): Unit =
@@ -202,6 +272,14 @@ object MessageCodec {
       val out = new Array[Byte](length(Int.MaxValue, "a byte array"))
       buf.get(out)
       out
+    }
+
+    /** Steps over a byte array: where it starts in the message's array, and its length. */
+    def skip(what: String): (Int, Int) = {
+      val n = length(Int.MaxValue, what)
+      val at = from + buf.position()
+      buf.position(buf.position() + n)
+      (at, n)
     }
 
     def string(): String = {

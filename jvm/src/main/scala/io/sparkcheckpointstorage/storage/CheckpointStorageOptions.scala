@@ -24,6 +24,11 @@ object CheckpointStorageOptions {
   val WriteBufferSize = s"$Prefix.writeBufferSize"
   /** Bound on the inline state bytes the driver holds in heap, over all queries. */
   val DriverMaxTotalInlineSize = s"$Prefix.driver.maxTotalInlineSize"
+  /**
+   * The most request bytes an executor sends to the driver's coordinator in one message
+   * (its concurrent tasks' small requests travel together); 0 sends each on its own.
+   */
+  val ExecutorMaxRequestBatchSize = s"$Prefix.executor.maxRequestBatchSize"
   /** `RETAIN_ON_CANCELLATION` (default) or `DELETE_ON_CANCELLATION`. */
   val ExternalizedCleanup = s"$Prefix.externalizedCleanup"
 

@@ -12,7 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.SparkContext
 
 import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, CoordinatorClient, CoordinatorEndpoint,
-  CoordinatorReply, Done, MessageCodec, PutInline}
+  CoordinatorReply, CoordinatorRequest, Done, PutInline, RequestBatcher}
 
 /**
  * Benchmark W5 (DESIGN section 8), the JVM half: simulated executors send state files of
@@ -33,10 +33,13 @@ object CoordinatorLoad {
    * Runs the load; returns JSON with puts/s, MB/s, latency percentiles, commit times and the
    * driver's CPU and heap. `keepInHeap` keeps the bytes in driver heap after packing (the
    * driver storage), else they are released to the packs (the file system storage).
+   * `maxRequestBatchSize` is the batch size of the simulated executors of `inProcess` (real
+   * executors take theirs from Spark's configuration).
    */
   def run(sc: SparkContext, workDir: String, queries: Int, partitions: Int, stores: Int,
       rounds: Int, executors: Int, sendersPerExecutor: Int, keepInHeap: Boolean,
-      maxBytesPerWave: Long, inProcess: Boolean): String = {
+      maxBytesPerWave: Long, inProcess: Boolean, maxRequestBatchSize: String): String = {
+    val maxBatchBytes = RequestBatcher.maxBatchBytes(Some(maxRequestBatchSize))
     val coordinator = CheckpointCoordinator.driverInstance.getOrElse(
       throw new IllegalStateException("start Spark with the checkpoint storage plugin"))
     val roots = (0 until queries).map { q =>
@@ -55,28 +58,46 @@ object CoordinatorLoad {
     var puts = 0L
     var sendMs = 0L
     var driverCpuNs = 0L
+    // The thread running the coordinator's endpoint: the serial part, what one core must carry.
+    var endpointNs = 0L
+    // Where the rest of the driver's CPU goes, by kind of thread (numbers dropped from names).
+    val cpuByThreadKind = scala.collection.mutable.Map[String, Long]().withDefaultValue(0L)
     val commitMs = new scala.collection.mutable.ArrayBuffer[Double]()
     val packBytes = new scala.collection.mutable.ArrayBuffer[Long]()
     (0 until rounds).foreach { round =>
       roots.indices.grouped(queriesPerWave).foreach { wave =>
         val waveRoots = wave.map(roots)
         val cpuBefore = os.getProcessCpuTime
+        val threadsBefore = threadCpuTimes()
+        val tasksBefore = nativeThreadTicks()
         val sent = if (inProcess) {
-          // Sender threads in this JVM, each request encoded, queued to one thread that
-          // decodes, handles and encodes the reply, as the plugin's RPC thread does: the
+          // Sender threads in this JVM, as `executors` executors of `sendersPerExecutor` tasks,
+          // each executor batching its requests as a real one does; one thread decodes,
+          // handles and encodes every message, as the plugin's RPC thread does: the
           // coordinator's capacity on one core, without the network.
           val rpcThread = Executors.newSingleThreadExecutor()
           val endpoint = new CoordinatorEndpoint(coordinator)
-          val viaOneThread: PutInline => CoordinatorReply = { put =>
-            val request = MessageCodec.encode(put)
-            MessageCodec.decodeReply(rpcThread.submit(new Callable[AnyRef] {
-              def call(): AnyRef = endpoint.receive(request)
-            }).get().asInstanceOf[Array[Byte]])
-          }
+          val executorThreads = Executors.newFixedThreadPool(executors)
+          val mx = ManagementFactory.getThreadMXBean
+          val rpcThreadStartNs = rpcThread.submit(new Callable[Long] { def call(): Long = mx.getCurrentThreadCpuTime }).get()
+          val batchers = (0 until executors).map(_ => new RequestBatcher(message =>
+            rpcThread.submit(new Callable[AnyRef] { def call(): AnyRef = endpoint.receive(message) }).get(),
+            maxBatchBytes))
           try {
-            (0 until executors).flatMap(e => send(waveRoots, partitions, stores, round, e, executors,
-              sendersPerExecutor, keepInHeap, viaOneThread)).toArray
-          } finally rpcThread.shutdown()
+            (0 until executors).map { e =>
+              executorThreads.submit(new Callable[Seq[Sent]] {
+                def call(): Seq[Sent] = send(waveRoots, partitions, stores, round, e, executors,
+                  sendersPerExecutor, keepInHeap, batchers(e).ask)
+              })
+            }.flatMap(_.get()).toArray
+          } finally {
+            batchers.foreach(_.stop())
+            executorThreads.shutdown()
+            endpointNs += rpcThread.submit(new Callable[Long] {
+              def call(): Long = mx.getCurrentThreadCpuTime - rpcThreadStartNs
+            }).get()
+            rpcThread.shutdown()
+          }
         } else {
           sc.parallelize(0 until executors, executors).mapPartitions { it =>
             val executor = it.next()
@@ -85,6 +106,12 @@ object CoordinatorLoad {
           }.collect()
         }
         driverCpuNs += os.getProcessCpuTime - cpuBefore
+        threadCpuTimes().foreach { case (id, (name, ns)) =>
+          if (name.endsWith("plugin.PluginEndpoint")) endpointNs += ns - threadsBefore.get(id).map(_._2).getOrElse(0L)
+        }
+        nativeThreadTicks().foreach { case (tid, (name, ticks)) =>
+          cpuByThreadKind(name.replaceAll("\\d+", "N")) += (ticks - tasksBefore.get(tid).map(_._2).getOrElse(0L)) * 10000000L
+        }
         latencies ++= sent.map(_.latenciesNs)
         bytes += sent.map(_.bytes).sum
         puts += sent.map(_.latenciesNs.length.toLong).sum
@@ -121,6 +148,19 @@ object CoordinatorLoad {
     out.put("putsPerSecond", puts / (sendMs / 1000.0)); out.put("mbPerSecond", bytes / 1e6 / (sendMs / 1000.0))
     out.put("p50Ms", pct(0.50)); out.put("p99Ms", pct(0.99)); out.put("maxMs", pct(1.0))
     out.put("driverCpuCores", driverCpuNs / 1e6 / sendMs)
+    out.put("endpointThreadCpuSeconds", endpointNs / 1e9)
+    // What one core running only the endpoint would carry.
+    out.put("putsPerEndpointCpuSecond", if (endpointNs == 0) 0 else puts / (endpointNs / 1e9))
+    out.put("mbPerEndpointCpuSecond", if (endpointNs == 0) 0 else bytes / 1e6 / (endpointNs / 1e9))
+    // Every driver thread (Netty, Spark's RPC, the endpoint, GC; through the RPC no sender runs there).
+    out.put("putsPerDriverCpuSecond", if (driverCpuNs == 0) 0 else puts / (driverCpuNs / 1e9))
+    // The JIT still compiles in the first seconds of a row: what the driver needs once it is done.
+    val jitNs = cpuByThreadKind.collect { case (k, ns) if k.contains("CompilerThre") => ns }.sum
+    out.put("putsPerDriverCpuSecondWithoutJit",
+      if (driverCpuNs - jitNs <= 0) 0 else puts / ((driverCpuNs - jitNs) / 1e9))
+    val topKinds = new java.util.LinkedHashMap[String, Double]()
+    cpuByThreadKind.toSeq.sortBy(-_._2).take(6).foreach { case (k, ns) => topKinds.put(k, ns / 1e9) }
+    out.put("driverCpuSecondsByThread", topKinds)
     out.put("commitP50Ms", if (sortedCommits.isEmpty) 0 else sortedCommits(sortedCommits.size / 2))
     out.put("commitMaxMs", if (sortedCommits.isEmpty) 0 else sortedCommits.last)
     out.put("packMbMean", if (packBytes.isEmpty) 0 else packBytes.sum / 1e6 / packBytes.size)
@@ -129,9 +169,37 @@ object CoordinatorLoad {
     new ObjectMapper().writeValueAsString(out)
   }
 
+  /**
+   * CPU ticks (1/100 s) of every thread of this process, the JVM's own (GC, JIT) included, by
+   * thread id, with its name as the OS knows it (15 characters); empty off Linux.
+   */
+  private def nativeThreadTicks(): Map[String, (String, Long)] = {
+    val tasks = Option(new File("/proc/self/task").listFiles()).getOrElse(Array.empty[File])
+    tasks.flatMap { t =>
+      try {
+        val stat = new String(Files.readAllBytes(new File(t, "stat").toPath), UTF_8)
+        // "tid (name) state ... utime stime": the name may hold spaces, the fields after ")" do not.
+        val name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+        val fields = stat.substring(stat.lastIndexOf(')') + 2).split(' ')
+        Some(t.getName -> (name, fields(11).toLong + fields(12).toLong))
+      } catch {
+        case _: java.io.IOException => None // the thread ended meanwhile
+      }
+    }.toMap
+  }
+
+  /** CPU time of every live thread of this JVM, by id, with the thread's name. */
+  private def threadCpuTimes(): Map[Long, (String, Long)] = {
+    val mx = ManagementFactory.getThreadMXBean
+    mx.getAllThreadIds.toSeq.flatMap { id =>
+      Option(mx.getThreadInfo(id)).map(info => id -> (info.getThreadName,
+        mx.getThreadCpuTime(id)))
+    }.filter(_._2._2 >= 0).toMap
+  }
+
   /** One executor's share of a round: its senders put their items, each timing every put. */
   private def send(roots: Seq[String], partitions: Int, stores: Int, round: Int, executor: Int,
-      executors: Int, senders: Int, keepInHeap: Boolean, ask: PutInline => CoordinatorReply): Seq[Sent] = {
+      executors: Int, senders: Int, keepInHeap: Boolean, ask: CoordinatorRequest => CoordinatorReply): Seq[Sent] = {
     val items = for {
       (root, q) <- roots.zipWithIndex; p <- 0 until partitions; s <- 0 until stores
     } yield (root, q, p, s)

@@ -23,12 +23,14 @@ import io.sparkcheckpointstorage.packs.{CorruptPackException, PackFiles}
 class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach with BeforeAndAfterAll {
   private val dirs = mutable.ArrayBuffer[File]()
   private val pool = Executors.newCachedThreadPool()
+  private var executorContext: Option[PluginContext] = None
 
   override def afterEach(): Unit = {
     PausingFileSystem.pause.foreach(_.release.countDown())
     PausingFileSystem.pause = None
     CheckpointCoordinator.driverInstance = None
-    CoordinatorClient.executorContext = None
+    executorContext.foreach(CoordinatorClient.disconnect)
+    executorContext = None
     dirs.foreach(org.apache.commons.io.FileUtils.deleteQuietly)
     dirs.clear()
   }
@@ -229,7 +231,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     driver.beforeCommit(root, 0)
     Files.write(new File(dir, "state-packs/1.pack").toPath, "garbage".getBytes(UTF_8))
     val restarted = new CoordinatorEndpoint(new CheckpointCoordinator(conf, Long.MaxValue))
-    CoordinatorClient.executorContext = Some(new PluginContext {
+    executorContext = Some(new PluginContext {
       override def ask(message: AnyRef): AnyRef = restarted.receive(message)
       override def send(message: AnyRef): Unit = ()
       override def metricRegistry() = null
@@ -238,6 +240,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
       override def hostname() = "localhost"
       override def resources() = java.util.Collections.emptyMap()
     })
+    executorContext.foreach(CoordinatorClient.connect(_))
     val e = intercept[CorruptPackException](CoordinatorClient.read(root, "state/0/0/1.heap-delta", conf))
     assert(e.file.endsWith("state-packs/1.pack") && e.getMessage.contains("1.pack is unusable"), e.getMessage)
   }

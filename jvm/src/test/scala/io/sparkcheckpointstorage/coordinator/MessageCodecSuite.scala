@@ -53,8 +53,8 @@ class MessageCodecSuite extends AnyFunSuite {
   test("trailing bytes, another format version, an unknown tag or a foreign header are refused") {
     val whole = MessageCodec.encode(GetInline("r", "x"))
     assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
-    val otherVersion = whole.clone(); otherVersion(3) = 2
-    assert(refused(otherVersion).contains("format version 2, this jar speaks version 1"))
+    val otherVersion = whole.clone(); otherVersion(3) = 1
+    assert(refused(otherVersion).contains("format version 1, this jar speaks version 2"))
     val unknownTag = whole.clone(); unknownTag(4) = 99
     assert(refused(unknownTag).contains("unknown request tag 99"))
     assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))
@@ -98,6 +98,41 @@ class MessageCodecSuite extends AnyFunSuite {
     failed(5) = 42
     assert(intercept[MalformedMessageException](MessageCodec.decodeReply(failed)).getMessage
       .contains("unknown error kind 42"))
+  }
+
+  test("a batch of requests and its replies survive encoding, in order; cut anywhere they are refused") {
+    val batch = MessageCodec.encodeBatch(requests.map(MessageCodec.encode))
+    assert(MessageCodec.isBatch(batch) && !MessageCodec.isBatch(MessageCodec.encode(put)))
+    MessageCodec.decodeBatch(batch).zip(requests).foreach { case (a, b) => assert(same(a, b), b) }
+    assert(MessageCodec.decodeBatch(batch).size == requests.size)
+    val answers = MessageCodec.encodeReplies(replies)
+    val decoded = MessageCodec.decodeReplies(answers, expected = replies.size)
+    assert(decoded.size == replies.size && decoded.zip(replies).forall { case (a, b) => same(a, b) })
+    (0 until batch.length).foreach { n =>
+      intercept[MalformedMessageException](MessageCodec.decodeBatch(batch.take(n)))
+    }
+    (0 until answers.length).foreach { n =>
+      intercept[MalformedMessageException](MessageCodec.decodeReplies(answers.take(n), replies.size))
+    }
+  }
+
+  test("a batch inside a batch, a count that lies or replies that do not match their batch are refused") {
+    val inner = MessageCodec.encodeBatch(Seq(MessageCodec.encode(put)))
+    val nested = MessageCodec.encodeBatch(Seq(inner))
+    assert(intercept[MalformedMessageException](MessageCodec.decodeBatch(nested)).getMessage
+      .contains("a batch inside a request batch"))
+    val lie = MessageCodec.encodeBatch(Nil)
+    ByteBuffer.wrap(lie).putInt(5, 1 << 30)
+    assert(intercept[MalformedMessageException](MessageCodec.decodeBatch(lie)).getMessage
+      .contains(s"a count of ${1 << 30} entries"))
+    val two = MessageCodec.encodeReplies(Seq(Done, Done))
+    assert(intercept[MalformedMessageException](MessageCodec.decodeReplies(two, expected = 3)).getMessage
+      .contains("2 replies to a batch of 3 requests"))
+    assert(intercept[MalformedMessageException](MessageCodec.decodeBatch(MessageCodec.encode(put))).getMessage
+      .contains("where a request batch was expected"))
+    // A single refusal answers the whole batch: every request gets it.
+    val refusal = Failed(FailureKind.MalformedMessage, "Refused")
+    assert(MessageCodec.decodeReplies(MessageCodec.encode(refusal), expected = 3) == Seq.fill(3)(refusal))
   }
 
   test("an oversized message is refused naming the limit and what to use instead") {
