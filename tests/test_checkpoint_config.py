@@ -91,6 +91,7 @@ def test_constant():
     assert cc.APP_PREFIX == options.AppPrefix()
     assert cc.EXTERNALIZED_CLEANUP == options.ExternalizedCleanup()
     assert cc.DRIVER_MAX_TOTAL_INLINE_SIZE == options.DriverMaxTotalInlineSize()
+    assert cc.EXECUTOR_MAX_REQUEST_BATCH_SIZE == options.ExecutorMaxRequestBatchSize()
     assert cc.SPARK_CHECKPOINT_LOCATION == options.SparkCheckpointLocation()
 
 
@@ -258,3 +259,7 @@ def test_static_settings_refused_on_a_running_session(spark):
     config.set_externalized_checkpoint_cleanup(ExternalizedCheckpointCleanup.RETAIN_ON_CANCELLATION)
     with pytest.raises(StaticConfigurationException, match="spark.plugins"):
         config._conf.set("spark.plugins", "other.Plugin")
+    # Executors read their request batch size when they start.
+    with pytest.raises(StaticConfigurationException,
+                       match="spark.sql.streaming.checkpointStorage.executor.maxRequestBatchSize"):
+        config._conf.set("spark.sql.streaming.checkpointStorage.executor.maxRequestBatchSize", "2m")

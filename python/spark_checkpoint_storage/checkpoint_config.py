@@ -51,6 +51,8 @@ CHECKPOINT_PATH = PREFIX + ".checkpointPath"
 SAVEPOINT_PATH = PREFIX + ".savepointPath"
 EXTERNALIZED_CLEANUP = PREFIX + ".externalizedCleanup"
 DRIVER_MAX_TOTAL_INLINE_SIZE = PREFIX + ".driver.maxTotalInlineSize"
+#: The most request bytes an executor sends to the driver's coordinator in one message.
+EXECUTOR_MAX_REQUEST_BATCH_SIZE = PREFIX + ".executor.maxRequestBatchSize"
 MIN_BATCHES_TO_RETAIN = "spark.sql.streaming.minBatchesToRetain"
 SPARK_CHECKPOINT_LOCATION = "spark.sql.streaming.checkpointLocation"
 #: Spark's default of ``spark.sql.streaming.minBatchesToRetain``.
@@ -63,6 +65,7 @@ STATIC_CONFS = frozenset([
     "spark.plugins",
     "spark.sql.streaming.streamingQueryListeners",
     DRIVER_MAX_TOTAL_INLINE_SIZE,
+    EXECUTOR_MAX_REQUEST_BATCH_SIZE,
     EXTERNALIZED_CLEANUP,
 ])
 
