@@ -53,6 +53,10 @@ final class RequestBatcher(send: Array[Byte] => AnyRef, maxBatchBytes: Int = Req
   def stop(): Unit = {
     stopped = true
     sender.interrupt()
+    failQueued()
+  }
+
+  private def failQueued(): Unit = {
     var p = queue.poll()
     while (p != null) {
       p.reply.completeExceptionally(stoppedError())
@@ -85,6 +89,11 @@ final class RequestBatcher(send: Array[Byte] => AnyRef, maxBatchBytes: Int = Req
       }
     } catch {
       case _: InterruptedException => // stop()
+    } finally {
+      // Whatever ended this thread (stop, or an error no request could be failed with), nobody
+      // sends what is queued or comes later: fail it rather than leave tasks waiting.
+      stopped = true
+      failQueued()
     }
   }
 
@@ -100,7 +109,8 @@ final class RequestBatcher(send: Array[Byte] => AnyRef, maxBatchBytes: Int = Req
   }
 
   private def stoppedError() = new IllegalStateException("The checkpoint storage's connection to the " +
-    "driver was closed (the executor is shutting down): the request was not sent.")
+    "driver was closed (the executor is shutting down, or its sending thread failed: see the " +
+    "executor's log): the request was not sent.")
 }
 
 object RequestBatcher {

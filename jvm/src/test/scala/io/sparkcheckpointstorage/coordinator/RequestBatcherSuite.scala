@@ -33,9 +33,9 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
    * A connection to `driver` that records every message and holds the first one until
    * `release` opens, so that requests asked meanwhile queue behind it.
    */
-  private final class HeldConnection(driver: CoordinatorEndpoint, failSecond: Boolean = false) {
+  private final class HeldConnection(driver: CoordinatorEndpoint, failSecond: Throwable = null) {
     val sent = mutable.ArrayBuffer[Array[Byte]]()
-    val firstOnItsWay = new CountDownLatch(1)
+    private val firstOnItsWay = new CountDownLatch(1)
     val release = new CountDownLatch(1)
     val batcher = new RequestBatcher(message => {
       val n = synchronized { sent += message.asInstanceOf[Array[Byte]]; sent.size }
@@ -43,14 +43,28 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
         firstOnItsWay.countDown()
         release.await()
       }
-      if (n == 2 && failSecond) throw new IOException("connection to the driver lost")
+      if (n == 2 && failSecond != null) throw failSecond
       driver.receive(message)
     })
 
     def messages: Seq[Array[Byte]] = synchronized(sent.toList)
 
+    /** Asks a first put, which the connection holds on its way. */
+    def sendFirst(): Future[CoordinatorReply] = {
+      val first = async(batcher.ask(put("state/0/0/1.heap-delta", 10)))
+      assert(firstOnItsWay.await(1, TimeUnit.MINUTES))
+      first
+    }
+
+    /** Asks `requests` from threads of their own and waits until they queue behind the held message. */
+    def queueBehind(requests: Seq[CoordinatorRequest]): Seq[Future[CoordinatorReply]] = {
+      val asked = requests.map(r => async(batcher.ask(r)))
+      awaitQueued(requests.size)
+      asked
+    }
+
     /** Waits (a minute at most) until `n` requests queue behind the held message. */
-    def awaitQueued(n: Int): Unit = {
+    private def awaitQueued(n: Int): Unit = {
       val deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1)
       while (batcher.queued < n) {
         assert(System.nanoTime() < deadline, s"${batcher.queued} of $n requests queued")
@@ -68,10 +82,8 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
     val driver = endpoint()
     val c = new HeldConnection(driver)
     try {
-      val first = async(c.batcher.ask(put("state/0/0/1.heap-delta", 10)))
-      assert(c.firstOnItsWay.await(1, TimeUnit.MINUTES))
-      val rest = (1 to 5).map(p => async(c.batcher.ask(put(s"state/0/$p/1.heap-delta", 10 + p))))
-      c.awaitQueued(5)
+      val first = c.sendFirst()
+      val rest = c.queueBehind((1 to 5).map(p => put(s"state/0/$p/1.heap-delta", 10 + p)))
       c.release.countDown()
       assert(result(first) == Done)
       assert(rest.map(result) == Seq.fill(5)(Done))
@@ -92,11 +104,9 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("one request of a batch refused by the driver fails alone; the others are kept") {
     val c = new HeldConnection(endpoint(maxHeld = 100))
     try {
-      val first = async(c.batcher.ask(put("state/0/0/1.heap-delta", 10)))
-      assert(c.firstOnItsWay.await(1, TimeUnit.MINUTES))
-      val small = (1 to 3).map(p => async(c.batcher.ask(put(s"state/0/$p/1.heap-delta", 10))))
-      val tooBig = async(c.batcher.ask(put("state/0/9/1.heap-delta", 1000)))
-      c.awaitQueued(4)
+      val first = c.sendFirst()
+      val small :+ tooBig = c.queueBehind((1 to 3).map(p => put(s"state/0/$p/1.heap-delta", 10)) :+
+        put("state/0/9/1.heap-delta", 1000))
       c.release.countDown()
       assert((first +: small).map(result) == Seq.fill(4)(Done))
       result(tooBig) match {
@@ -110,12 +120,10 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("a failed round trip fails every request it carried, with its error; the next ones go through") {
-    val c = new HeldConnection(endpoint(), failSecond = true)
+    val c = new HeldConnection(endpoint(), failSecond = new IOException("connection to the driver lost"))
     try {
-      val first = async(c.batcher.ask(put("state/0/0/1.heap-delta", 10)))
-      assert(c.firstOnItsWay.await(1, TimeUnit.MINUTES))
-      val lost = (1 to 3).map(p => async(c.batcher.ask(put(s"state/0/$p/1.heap-delta", 10))))
-      c.awaitQueued(3)
+      val first = c.sendFirst()
+      val lost = c.queueBehind((1 to 3).map(p => put(s"state/0/$p/1.heap-delta", 10)))
       c.release.countDown()
       assert(result(first) == Done)
       lost.foreach(f => assert(intercept[IOException](result(f)).getMessage == "connection to the driver lost"))
@@ -125,12 +133,25 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally c.batcher.stop()
   }
 
+  test("a sending thread killed by a fatal error fails what it carried and every later request, never hangs") {
+    val c = new HeldConnection(endpoint(), failSecond = new LinkageError("a class of the jar cannot be loaded"))
+    try {
+      val first = c.sendFirst()
+      val lost = c.queueBehind(Seq(put("state/0/1/1.heap-delta", 10)))
+      c.release.countDown()
+      assert(result(first) == Done)
+      assert(intercept[LinkageError](result(lost.head)).getMessage == "a class of the jar cannot be loaded")
+      val later = intercept[IllegalStateException](result(async(c.batcher.ask(put("state/0/2/1.heap-delta", 10)))))
+      assert(later.getMessage.contains("its sending thread failed") && later.getMessage.contains("not sent"),
+        later.getMessage)
+    } finally c.batcher.stop()
+  }
+
   test("reads and large requests are sent at once from the asking thread, never held behind a batch") {
     val driver = endpoint()
     val c = new HeldConnection(driver)
     try {
-      val first = async(c.batcher.ask(put("state/0/0/1.heap-delta", 10)))
-      assert(c.firstOnItsWay.await(1, TimeUnit.MINUTES))
+      val first = c.sendFirst()
       // The held message is still on its way: these only complete if they do not queue behind it.
       assert(result(async(c.batcher.ask(GetInline(root, "state/0/0/2.heap-delta")))) == NotInline)
       val large = put("state/0/1/1.heap-delta", RequestBatcher.DefaultMaxBatchBytes + 1)
@@ -144,10 +165,8 @@ class RequestBatcherSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("stopping the executor's connection fails the queued requests, saying they were not sent") {
     val c = new HeldConnection(endpoint())
-    val first = async(c.batcher.ask(put("state/0/0/1.heap-delta", 10)))
-    assert(c.firstOnItsWay.await(1, TimeUnit.MINUTES))
-    val queued = (1 to 2).map(p => async(c.batcher.ask(put(s"state/0/$p/1.heap-delta", 10))))
-    c.awaitQueued(2)
+    val first = c.sendFirst()
+    val queued = c.queueBehind((1 to 2).map(p => put(s"state/0/$p/1.heap-delta", 10)))
     c.batcher.stop()
     queued.foreach { f =>
       val e = intercept[IllegalStateException](result(f))
