@@ -90,14 +90,14 @@ def run_one(spark, work: str, queries: int, stores: int, args, keep_in_heap: boo
     sc = spark.sparkContext
     load = sc._jvm.io.sparkcheckpointstorage.benchmarks.CoordinatorLoad
     folder = tempfile.mkdtemp(prefix="w5-q%d-s%d-" % (queries, stores), dir=work)
+    batch = "-" if in_process else batch  # the driver-threads mode sends no messages to batch
     print("[W5] %s, %s=%s: %d queries x %d partitions x %d stores, %d rounds, %d senders%s" % (
         "threads" if in_process else "rpc", BATCH_SETTING.split(".")[-1], batch, queries, args.partitions,
         stores, args.rounds, args.executors * args.senders,
         ", bytes kept in driver heap" if keep_in_heap else ""), file=sys.stderr, flush=True)
     result = json.loads(load.run(sc._jsc.sc(), folder, queries, args.partitions, stores, args.rounds,
-                                 args.executors, args.senders, keep_in_heap, args.wave_mb << 20, in_process,
-                                 batch))
-    result["batch"] = "-" if in_process else batch
+                                 args.executors, args.senders, keep_in_heap, args.wave_mb << 20, in_process))
+    result["batch"] = batch
     subprocess.run(["rm", "-rf", folder])
     return result
 
@@ -151,7 +151,7 @@ def main() -> None:
                     for stores in [int(s) for s in args.stores.split(",")]:
                         for queries in [int(q) for q in args.queries.split(",")]:
                             rows.append(run_one(spark, work, queries, stores, args, False, mode == "threads",
-                                                batch if mode == "rpc" else "0"))
+                                                batch))
                             print(json.dumps(rows[-1]), flush=True)
                 if heap is None:
                     heap = run_one(spark, work, min(10, max(int(q) for q in args.queries.split(","))), 1,

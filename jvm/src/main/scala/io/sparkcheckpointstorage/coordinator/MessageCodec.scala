@@ -50,7 +50,11 @@ object MessageCodec {
   def encodeReplies(replies: Seq[CoordinatorReply]): Array[Byte] = wrap(Tag.Replies, replies.map(encode))
 
   /** Whether `bytes` claim to be a batch (decoding says whether they really are). */
-  def isBatch(bytes: Array[Byte]): Boolean = bytes.length >= HeaderSize && bytes(4) == Tag.Batch
+  def isBatch(bytes: Array[Byte]): Boolean = claimedTag(bytes, 0, bytes.length) == Tag.Batch
+
+  /** The tag byte of the `length` bytes from `from`, unchecked; 0 (no tag) when too short to hold one. */
+  private def claimedTag(bytes: Array[Byte], from: Int, length: Int): Byte =
+    if (length >= HeaderSize) bytes(from + 4) else 0
 
   /** The requests of a batch, or a [[MalformedMessageException]] saying why the bytes are not one. */
   def decodeBatch(bytes: Array[Byte], maxBytes: Int = MaxMessageBytes): Seq[CoordinatorRequest] =
@@ -61,7 +65,7 @@ object MessageCodec {
    * whole batch: every request gets it.
    */
   def decodeReplies(bytes: Array[Byte], expected: Int, maxBytes: Int = MaxMessageBytes): Seq[CoordinatorReply] = {
-    if (bytes.length >= HeaderSize && bytes(4) == Tag.Failed) Seq.fill(expected)(decodeReply(bytes, maxBytes))
+    if (claimedTag(bytes, 0, bytes.length) == Tag.Failed) Seq.fill(expected)(decodeReply(bytes, maxBytes))
     else {
       val replies = unwrap(bytes, maxBytes, Tag.Replies, "reply batch")(readReply)
       if (replies.size != expected) {
@@ -90,7 +94,8 @@ object MessageCodec {
     val n = r.count(minEntryBytes = 4 + HeaderSize)
     val out = Vector.fill(n) {
       val (from, length) = r.skip("a message of the batch")
-      if (length >= HeaderSize && (bytes(from + 4) == Tag.Batch || bytes(from + 4) == Tag.Replies)) {
+      val nested = claimedTag(bytes, from, length)
+      if (nested == Tag.Batch || nested == Tag.Replies) {
         throw r.malformed(s"a batch inside a $what")
       }
       read(new Reader(bytes, from, length, maxBytes))

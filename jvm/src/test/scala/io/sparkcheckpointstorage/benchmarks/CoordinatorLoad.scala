@@ -12,7 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.SparkContext
 
 import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, CoordinatorClient, CoordinatorEndpoint,
-  CoordinatorReply, CoordinatorRequest, Done, PutInline, RequestBatcher}
+  CoordinatorReply, CoordinatorRequest, Done, MessageCodec, PutInline}
 
 /**
  * Benchmark W5 (DESIGN section 8), the JVM half: simulated executors send state files of
@@ -33,13 +33,10 @@ object CoordinatorLoad {
    * Runs the load; returns JSON with puts/s, MB/s, latency percentiles, commit times and the
    * driver's CPU and heap. `keepInHeap` keeps the bytes in driver heap after packing (the
    * driver storage), else they are released to the packs (the file system storage).
-   * `maxRequestBatchSize` is the batch size of the simulated executors of `inProcess` (real
-   * executors take theirs from Spark's configuration).
    */
   def run(sc: SparkContext, workDir: String, queries: Int, partitions: Int, stores: Int,
       rounds: Int, executors: Int, sendersPerExecutor: Int, keepInHeap: Boolean,
-      maxBytesPerWave: Long, inProcess: Boolean, maxRequestBatchSize: String): String = {
-    val maxBatchBytes = RequestBatcher.maxBatchBytes(Some(maxRequestBatchSize))
+      maxBytesPerWave: Long, inProcess: Boolean): String = {
     val coordinator = CheckpointCoordinator.driverInstance.getOrElse(
       throw new IllegalStateException("start Spark with the checkpoint storage plugin"))
     val roots = (0 until queries).map { q =>
@@ -72,26 +69,28 @@ object CoordinatorLoad {
         val tasksBefore = nativeThreadTicks()
         val sent = if (inProcess) {
           // Sender threads in this JVM, as `executors` executors of `sendersPerExecutor` tasks,
-          // each executor batching its requests as a real one does; one thread decodes,
-          // handles and encodes every message, as the plugin's RPC thread does: the
-          // coordinator's capacity on one core, without the network.
+          // each request encoded and queued to one thread that decodes, handles and encodes
+          // the reply, as the plugin's RPC thread does: the coordinator's capacity on one
+          // core, without the network (and so without batching, which saves messages on it).
           val rpcThread = Executors.newSingleThreadExecutor()
           val endpoint = new CoordinatorEndpoint(coordinator)
           val executorThreads = Executors.newFixedThreadPool(executors)
           val mx = ManagementFactory.getThreadMXBean
           val rpcThreadStartNs = rpcThread.submit(new Callable[Long] { def call(): Long = mx.getCurrentThreadCpuTime }).get()
-          val batchers = (0 until executors).map(_ => new RequestBatcher(message =>
-            rpcThread.submit(new Callable[AnyRef] { def call(): AnyRef = endpoint.receive(message) }).get(),
-            maxBatchBytes))
+          val viaOneThread: CoordinatorRequest => CoordinatorReply = { request =>
+            val message = MessageCodec.encode(request)
+            MessageCodec.decodeReply(rpcThread.submit(new Callable[AnyRef] {
+              def call(): AnyRef = endpoint.receive(message)
+            }).get().asInstanceOf[Array[Byte]])
+          }
           try {
             (0 until executors).map { e =>
               executorThreads.submit(new Callable[Seq[Sent]] {
                 def call(): Seq[Sent] = send(waveRoots, partitions, stores, round, e, executors,
-                  sendersPerExecutor, keepInHeap, batchers(e).ask)
+                  sendersPerExecutor, keepInHeap, viaOneThread)
               })
             }.flatMap(_.get()).toArray
           } finally {
-            batchers.foreach(_.stop())
             executorThreads.shutdown()
             endpointNs += rpcThread.submit(new Callable[Long] {
               def call(): Long = mx.getCurrentThreadCpuTime - rpcThreadStartNs
