@@ -28,13 +28,14 @@ import sys
 import time
 from typing import Dict, List
 
+from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+
 PROVIDERS = {
     "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
-SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                      "FileContextBasedCheckpointFileManager")
+SPARK_FILE_MANAGER = spark_file_manager_class()
 
 
 def write_inputs(folder: str, keys: int, files: int) -> List[str]:

@@ -17,19 +17,13 @@ folder of the variant's run.
 """
 from typing import Dict, List, Optional
 
+from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-def _spark_file_manager() -> str:
-    """Spark's default checkpoint file manager (on file:// and hdfs://) of the running
-    pyspark: its package moved in Spark 4.1."""
-    import pyspark
-    line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
-    moved = "checkpointing." if line >= (4, 1) else ""
-    return "org.apache.spark.sql.execution.streaming." + moved + "FileContextBasedCheckpointFileManager"
-
-
-SPARK_FILE_MANAGER = _spark_file_manager()
+#: Spark's default checkpoint file manager (on file:// and hdfs://) of the running pyspark.
+SPARK_FILE_MANAGER = spark_file_manager_class()
 OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
 
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"

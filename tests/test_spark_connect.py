@@ -187,24 +187,23 @@ def test_static_settings_and_helpers_on_connect(spark, server):
     assert "spark.plugins=%s" % PLUGIN_CLASS in message
 
 
-def test_readme_connect_examples(spark, server, tmp_path):
-    """The README's Spark Connect blocks: the server command is the one this module starts
+def test_docs_connect_examples(spark, server, tmp_path):
+    """The docs' Spark Connect blocks: the server command is the one this module starts
     (same class, jar and settings), and the client block runs against it."""
     import re
 
-    from test_readme_examples import code_blocks, readme_section
+    from test_readme_examples import connect_blocks
 
-    section = readme_section()
-    (server_block,) = [b for b in code_blocks(section, "bash") if "SparkConnectServer" in b]
+    (server_block,) = [b for b in connect_blocks("bash") if "SparkConnectServer" in b]
     args = server_command(0)
     for conf in re.findall(r"--conf (\S+)", server_block):
         assert conf in args, conf
     assert "org.apache.spark.sql.connect.service.SparkConnectServer" in args
     assert "--jars" in server_block and "python -m spark_checkpoint_storage jar" in server_block
 
-    (client_block,) = [b for b in code_blocks(section, "python") if ".remote(" in b]
+    (client_block,) = [b for b in connect_blocks("python") if ".remote(" in b]
     code = (client_block.replace("sc://localhost:15002", server)
             .replace("/tmp/scs-connect-cp", str(tmp_path / "cp")))
-    exec(compile(code, "README.md (Spark Connect)", "exec"), {})
+    exec(compile(code, "docs/python-guide.md (Spark Connect)", "exec"), {})
     assert spark.conf.get("spark.sql.streaming.checkpointStorage") == "filesystem"
     assert spark.conf.get("spark.sql.streaming.checkpointStorage.checkpointPath") == str(tmp_path / "cp")

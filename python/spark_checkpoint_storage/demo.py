@@ -10,11 +10,12 @@ import time
 from typing import Dict, List, Optional
 
 from spark_checkpoint_storage._version import __version__
+from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
 
 BUILT_IN = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                      "FileContextBasedCheckpointFileManager")
+#: Spark's own file manager on the running Spark line: the baseline runs as in plain Spark.
+SPARK_FILE_MANAGER = spark_file_manager_class()
 OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
