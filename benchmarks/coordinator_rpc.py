@@ -1,5 +1,5 @@
 """
-Benchmark W5 of shared/DESIGN.md section 8: the driver's checkpoint coordinator at scale.
+Benchmark W5 (docs/benchmarks.md): the driver's checkpoint coordinator at scale.
 
 Simulated executors (threads in executor JVMs of their own, on ``local-cluster``) send state
 files of 1-64 KiB (log-uniform, mean ~15 KiB) to one driver through the real plugin RPC, as

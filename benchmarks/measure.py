@@ -148,7 +148,7 @@ def main(params_file: str) -> int:
 
     from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 
-    # Deliberately no spark.driver.memory: DESIGN section 8 runs on the default 1 GiB heap.
+    # Deliberately no spark.driver.memory: the workloads run on the default 1 GiB heap.
     builder = (SparkSession.builder.master("local[2]")
                .appName("bench %s %s" % (shape["label"], variant["name"]))
                .config("spark.sql.shuffle.partitions", str(shape["partitions"]))

@@ -1,19 +1,11 @@
 """
 Summary of a benchmark run: means per variant, ratios of ours against the built-ins measured
-in the same run, and the DESIGN section 8 targets (PASS/MISS), as text and as markdown.
+in the same run, and the workload's targets (PASS/MISS, docs/benchmarks.md), as text and as markdown.
 """
 import statistics
 from typing import Callable, Dict, List, Optional, Tuple
 
 from variants import PROVIDER, ROCKSDB
-
-#: DESIGN section 8, "measured today" column, printed next to this run's built-in figures.
-DESIGN_REFERENCE = {
-    "W1": "HDFS / RocksDB+changelog: 13 s / 13 s per batch; ~400 state files per batch",
-    "W2": "HDFS / RocksDB+changelog: 1.7-2.0 s / 1.7 s per batch; commit 0.7-0.9 s / 0.6 s",
-    "W3": "HDFS: 0.9 s -> 2.1 s -> OOM (100k, 1M, 3M); RocksDB: 1.3 s at 1M, 1.2 s at 3M, restart 24 s at 3M",
-    "W4": "not measured before this benchmark",
-}
 
 #: S3 request types counted per batch (the server's own count), in table order. SeaweedFS
 #: counts a HEAD as a GET (its type label is the same), so GET here is GET + HEAD.
@@ -145,7 +137,7 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
 
     for lab, sh in shapes.items():
         w = sh.w
-        text += ["", "=" * 100, _describe(w), "DESIGN reference: " + DESIGN_REFERENCE[w["name"]]]
+        text += ["", "=" * 100, _describe(w)]
         md += ["", "### " + _describe(w), ""]
         note = ("means over batches %d-%d (left out: %s); commit and the other operator times are "
                 "sums over the %d state store tasks; state files = new files under checkpoint "
@@ -280,9 +272,9 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
     lines, checks = _targets(workload_name, shapes)
     summary["targets"] = checks
     if lines:
-        text += ["", "=" * 100, "DESIGN section 8 targets" + (" (quick/custom sizes: indicative only)" if any(
+        text += ["", "=" * 100, "Targets" + (" (quick/custom sizes: indicative only)" if any(
             sh.w["quick"] or sh.w["custom"] for sh in shapes.values()) else "")] + lines
-        md += ["", "DESIGN targets:", ""] + ["- " + l.strip() for l in lines]
+        md += ["", "Targets:", ""] + ["- " + l.strip() for l in lines]
     return "\n".join(text).lstrip("\n"), "\n".join(md).lstrip("\n") + "\n", summary
 
 

@@ -1,5 +1,5 @@
 """
-Benchmarks of shared/DESIGN.md section 8: one workload run with Spark's built-in state store
+The benchmarks of docs/benchmarks.md: one workload run with Spark's built-in state store
 providers and ours, side by side in one run, each provider in its own fresh Python process
 and driver JVM (local[2], default 1 GiB heap).
 
@@ -11,7 +11,7 @@ and driver JVM (local[2], default 1 GiB heap).
         --variant big=heap-fs:spark.sql.streaming.checkpointStorage.fileStateSizeThreshold=1m
 
 Results: per-batch lines while running, then a summary (means, ratios against the best
-built-in of the same run, DESIGN targets PASS/MISS); benchmarks/results/<label>-<time>.json,
+built-in of the same run, targets PASS/MISS); benchmarks/results/<label>-<time>.json,
 .md and .png. See benchmarks/README.md.
 """
 import argparse
@@ -271,7 +271,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     if "spark.driver.memory" in extra_conf:
-        print("WARNING: --conf spark.driver.memory changes the DESIGN set-up (default 1 GiB heap)", flush=True)
+        print("WARNING: --conf spark.driver.memory changes the workloads' set-up (default 1 GiB heap)", flush=True)
 
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -1,5 +1,5 @@
 """
-The workloads of shared/DESIGN.md section 8 and their parquet input files.
+The benchmark workloads (docs/benchmarks.md, "Workloads") and their parquet input files.
 
 Every workload is the same query: a parquet file source read one file per trigger
 (``maxFilesPerTrigger=1``), ``groupBy(key).agg(count, sum)``, update mode, noop sink, on
@@ -42,7 +42,7 @@ class Workload:
     #: batch 1; then the same again in a new driver JVM.
     restart: bool = False
     quick: bool = False
-    #: True when a command-line override changed the DESIGN shape (targets then indicative).
+    #: True when a command-line override changed the workload's shape (targets then indicative).
     custom: bool = False
     #: where the checkpoint lives: "local", "hdfs" (MiniDFSCluster) or "s3a" (SeaweedFS)
     checkpoint_fs: str = "local"
@@ -82,8 +82,8 @@ class Workload:
         return d
 
 
-#: DESIGN section 8 shapes: (partitions, keys, batches, rows per batch).
-DESIGN_SHAPES = {
+#: The workloads' shapes: (partitions, keys, batches, rows per batch).
+SHAPES = {
     "W1": (200, 10_000, 10, 10_000),
     "W2": (8, 100_000, 10, 100_000),
     "W3": (4, 100_000, 10, 20_000),
@@ -92,7 +92,7 @@ DESIGN_SHAPES = {
 }
 #: Workloads whose checkpoint is on a remote file system by definition.
 REMOTE_FS = {"W4": "s3a"}
-#: DESIGN section 8: the W3 key counts.
+#: The W3 key counts.
 W3_KEYS = [100_000, 1_000_000, 3_000_000]
 
 
@@ -121,10 +121,10 @@ def human(n: int) -> str:
 def workload(name: str, keys: Optional[int] = None, quick: bool = False,
              partitions: Optional[int] = None, batches: Optional[int] = None,
              rows: Optional[int] = None, checkpoint_fs: Optional[str] = None) -> Workload:
-    """The DESIGN shape of ``name``; ``quick`` divides keys and rows by 10 and runs 3 batches."""
-    if name not in DESIGN_SHAPES:
-        raise ValueError("unknown workload %s (one of %s)" % (name, ", ".join(DESIGN_SHAPES)))
-    p, k, b, r = DESIGN_SHAPES[name]
+    """The shape of ``name``; ``quick`` divides keys and rows by 10 and runs 3 batches."""
+    if name not in SHAPES:
+        raise ValueError("unknown workload %s (one of %s)" % (name, ", ".join(SHAPES)))
+    p, k, b, r = SHAPES[name]
     custom = False
     if keys is not None:
         # W3's key count is its parameter, not a change of shape (quick still divides it).

@@ -59,8 +59,8 @@ SCENARIOS = {
 }
 
 #: The scenarios above run on the default storage, the file system one (the query's checkpoint
-#: location is known). The driver storage runs the failure scenarios too, with the operators
-#: of shared/DESIGN.md's storage evidence: aggregation, deduplication, a stream-stream join.
+#: location is known). The driver storage runs the failure scenarios too, with one operator
+#: of each kind of state: aggregation, deduplication, a stream-stream join.
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 

@@ -10,7 +10,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("version", help="print the package and jar versions")
     sub.add_parser("jar", help="print the path of the bundled jar (for --jars)")
     demo = sub.add_parser("demo", help="run the demo streaming query")
-    demo.add_argument("--batches", type=int, default=6)
+    demo.add_argument("--batches", type=int, default=6, help="micro-batches per run (default 6)")
+    demo.add_argument("--partitions", type=int, default=200,
+                      help="state partitions, spark.sql.shuffle.partitions (default 200)")
     inspect = sub.add_parser("inspect", help="show what a streaming query's checkpoint holds")
     inspect.add_argument("checkpoint", help="the query's checkpoint location")
     inspect.add_argument("--plot", metavar="PNG", help="also write a plot of state size and "
@@ -52,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "demo":
         from spark_checkpoint_storage.demo import run_demo
 
-        return run_demo(batches=args.batches)
+        return run_demo(batches=args.batches, partitions=args.partitions)
     if args.command == "inspect":
         import json
 

@@ -64,6 +64,12 @@ def running_spark_line() -> Tuple[str, str]:
     The Spark line (``"4.3"``) and Scala binary version (``"2.13"``) of the Spark this Python
     process runs: pyspark's version, and the Scala library among Spark's jars (``SPARK_HOME``
     first, then pyspark's own).
+
+    Example (with pyspark 4.3 installed):
+    ::
+
+        >>> running_spark_line()  # doctest: +SKIP
+        ('4.3', '2.13')
     """
     import pyspark
 
@@ -83,7 +89,15 @@ def running_spark_line() -> Tuple[str, str]:
 
 
 def supported_spark_lines() -> List[str]:
-    """The lines this package supports, as ``"3.5 (Scala 2.12)"``, for messages."""
+    """
+    The lines this package supports, as ``"3.5 (Scala 2.12)"``, for messages.
+
+    Example:
+    ::
+
+        >>> supported_spark_lines()[0]
+        '3.5 (Scala 2.12)'
+    """
     return ["%s (Scala %s)" % (line, scala) for line, scala in SUPPORTED_SPARK_LINES]
 
 
@@ -166,6 +180,13 @@ def check_jar_version(gateway: Any) -> str:
     :raises JarNotOnClasspathError: when the JVM cannot load the jar's classes.
     :raises JarVersionMismatchError: when the jar's version differs from the package's.
     :raises UnsupportedSparkVersionError: when the jar is built for another Spark line.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage import __version__, get_gateway
+        >>> check_jar_version(get_gateway()) == __version__
+        True
     """
     from py4j.java_gateway import JavaClass
     from py4j.protocol import Py4JError

@@ -76,15 +76,25 @@ class ExternalizedCheckpointCleanup(Enum):
     job). Spark always keeps a query's checkpoint on its file system, so checkpoints are
     always "externalized"; this only chooses whether stopping deletes it.
 
-    :data:`DELETE_ON_CANCELLATION`:
+    :attr:`DELETE_ON_CANCELLATION`:
 
     Delete the checkpoint when the query is stopped by the user (``query.stop()``). A query
     that fails keeps its checkpoint, so that it can be restarted.
 
-    :data:`RETAIN_ON_CANCELLATION`:
+    :attr:`RETAIN_ON_CANCELLATION`:
 
     Keep the checkpoint when the query is stopped (Spark's behaviour, the default). It must
     be deleted by hand once no longer needed.
+
+    Example:
+    ::
+
+        >>> from pyspark.sql import SparkSession
+        >>> from spark_checkpoint_storage.checkpoint_config import (
+        ...     ExternalizedCheckpointCleanup, get_checkpoint_config)
+        >>> builder = SparkSession.builder.master("local[2]")
+        >>> get_checkpoint_config(builder).set_externalized_checkpoint_cleanup(
+        ...     ExternalizedCheckpointCleanup.DELETE_ON_CANCELLATION)
     """
 
     DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
@@ -169,7 +179,8 @@ class CheckpointConfig(object):
 
     Every method writes Spark settings: on a builder they apply when the session starts; on a
     running session, runtime settings apply to queries started afterwards, and settings Spark
-    reads only at start-up raise :class:`StaticConfigurationException`.
+    reads only at start-up raise
+    :class:`~spark_checkpoint_storage.errors.StaticConfigurationException`.
 
     Example:
     ::

@@ -1,10 +1,11 @@
 """
 Checkpoint storages, in the shape of ``pyflink.datastream.checkpoint_storage``: thin Python
-classes over the JVM storages of the plugin jar, built through :func:`get_gateway` (the
+classes over the JVM storages of the plugin jar, built through
+:func:`~spark_checkpoint_storage.java_gateway.get_gateway` (the
 running driver, or a JVM launched with the jar when no session exists yet).
 
 Set one on a session with :func:`spark_checkpoint_storage.checkpoint_config.get_checkpoint_config`
-or :func:`spark_checkpoint_storage.configure_spark_with_checkpoint_storage`.
+or :func:`spark_checkpoint_storage.checkpoint_config.configure_spark_with_checkpoint_storage`.
 """
 from abc import ABCMeta
 from typing import Any, Optional
@@ -86,6 +87,16 @@ class CheckpointStorage(object, metaclass=ABCMeta):
 
     Storages are serializable, configuration-only factories: they travel to every executor as
     Spark configuration (``spark.sql.streaming.checkpointStorage.app.*``).
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.checkpoint_storage import (
+        ...     CheckpointStorage, DriverCheckpointStorage, FileSystemCheckpointStorage)
+        >>> isinstance(DriverCheckpointStorage(), CheckpointStorage)
+        True
+        >>> FileSystemCheckpointStorage("file:///tmp/checkpoints").is_persistent()
+        True
     """
 
     def __init__(self, j_checkpoint_storage: Any):
@@ -155,6 +166,17 @@ class DriverCheckpointStorage(CheckpointStorage):
     Set in the application (``get_checkpoint_config(spark).set_checkpoint_storage(...)``) or
     in configuration (``spark.sql.streaming.checkpointStorage=driver``). Values left unset in
     code are taken from configuration (``spark.sql.streaming.checkpointStorage.*``).
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.checkpoint_storage import DriverCheckpointStorage
+        >>> heap_only = DriverCheckpointStorage()
+        >>> heap_only.is_persistent(), heap_only.get_max_state_size()
+        (False, 5242880)
+        >>> durable = DriverCheckpointStorage("file:///tmp/checkpoints", max_state_size=1 << 20)
+        >>> durable.is_persistent(), durable.get_savepoint_path()
+        (True, 'file:/tmp/checkpoints/savepoints')
     """
 
     #: The default maximal size of a state file (5 MiB), as Flink's.
@@ -255,6 +277,15 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     Set in the application (``get_checkpoint_config(spark).set_checkpoint_storage(...)``) or
     in configuration (``spark.sql.streaming.checkpointStorage=filesystem``). Values left unset
     in code are taken from configuration (``spark.sql.streaming.checkpointStorage.*``).
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.checkpoint_storage import FileSystemCheckpointStorage
+        >>> storage = FileSystemCheckpointStorage("file:///tmp/checkpoints",
+        ...                                       file_state_size_threshold=64 * 1024)
+        >>> storage.get_min_file_size_threshold(), storage.get_write_buffer_size()
+        (65536, 65536)
     """
 
     #: Maximum size of state that is stored with the metadata (in packs) rather than in files (1 MiB).

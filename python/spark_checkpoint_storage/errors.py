@@ -59,6 +59,7 @@ class CheckpointStorageException(PySparkException):
         self.java_stack_trace = java_stack_trace
 
     def getSqlState(self) -> Optional[str]:
+        """None: these errors carry no SQL state."""
         return None
 
     def __str__(self) -> str:
@@ -217,7 +218,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def jvm_errors(fn: F) -> F:
-    """Decorator: JVM exceptions raised by ``fn`` reach the caller as Python errors."""
+    """
+    Decorator: JVM exceptions raised by ``fn`` reach the caller as Python errors.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.errors import jvm_errors
+        >>> @jvm_errors
+        ... def threshold(storage):
+        ...     return storage._j_checkpoint_storage.getMinFileSizeThreshold()
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -60,22 +60,42 @@ class CheckpointInspection(object):
     * :attr:`packs`: one row per pack file.
 
     ``str()`` gives a readable text table.
+
+    Example (``checkpoint`` is the location of a query that committed batches 0-2):
+    ::
+
+        >>> from spark_checkpoint_storage.inspection import inspect_checkpoint
+        >>> info = inspect_checkpoint(checkpoint)  # doctest: +SKIP
+        >>> info.committed_batches, info.retained_range  # doctest: +SKIP
+        ([0, 1, 2], (0, 2))
+        >>> info.stores.to_pandas()[["partition", "inline_bytes"]]  # doctest: +SKIP
+        >>> info.plot("/tmp/state.png")  # doctest: +SKIP
     """
 
     def __init__(self, data: Dict[str, Any]):
         self._data = data
+        #: The checkpoint location, qualified.
         self.checkpoint: str = data["checkpoint"]
+        #: The query's id (its ``metadata`` file), or None.
         self.query_id: Optional[str] = data.get("queryId")
+        #: The storage its ``checkpoint-storage`` marker records, or None.
         self.storage: Optional[str] = data.get("storage")
+        #: Whether the marker says its state persists, or None.
         self.persistent: Optional[bool] = data.get("persistent")
+        #: The batches of the commit log, ascending.
         self.committed_batches: List[int] = list(data["committedBatches"])
+        #: Batches in the offset log without a commit (running or failed).
         self.uncommitted_batches: List[int] = list(data["uncommittedBatches"])
+        #: The last committed batch, or None.
         self.last_committed_batch: Optional[int] = data.get("lastCommittedBatch")
         first, last = data.get("retainedFirstBatch"), data.get("retainedLastBatch")
         #: The committed batches a query can restart from, (first, last), or None.
         self.retained_range: Optional[Tuple[int, int]] = None if first is None else (first, last)
+        #: One row per operator, partition and store (a ``pyarrow.Table``).
         self.stores = _table(_rows(data["stores"], _STORE_COLUMNS))
+        #: One row per batch of the offset log (a ``pyarrow.Table``).
         self.batches = _table(_rows(data["batches"], _BATCH_COLUMNS))
+        #: One row per pack file (a ``pyarrow.Table``).
         self.packs = _table(_rows(data["packs"], _PACK_COLUMNS))
 
     def to_dict(self) -> Dict[str, Any]:
@@ -84,14 +104,17 @@ class CheckpointInspection(object):
 
     @property
     def total_inline_bytes(self) -> int:
+        """State bytes held inline (by the driver, or in packs), over every store."""
         return sum(s["inlineBytes"] for s in self._data["stores"])
 
     @property
     def total_file_bytes(self) -> int:
+        """State bytes in files of their own, over every store."""
         return sum(s["fileBytes"] for s in self._data["stores"])
 
     @property
     def total_files(self) -> int:
+        """State files (inline or not) of every store."""
         return sum(s["files"] for s in self._data["stores"])
 
     def operators(self) -> Any:

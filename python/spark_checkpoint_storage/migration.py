@@ -31,6 +31,14 @@ class MigrationResult(object):
     ``source_provider`` and ``target_provider`` classes, ``num_partitions``, per operator and
     store the rows written (``operators``), the total ``rows``, and the new checkpoint's
     ``files`` and ``bytes``, and the ``seconds`` it took.
+
+    Example (``old`` is the checkpoint of a stopped query that committed batches 0-2):
+    ::
+
+        >>> from spark_checkpoint_storage.migration import migrate
+        >>> result = migrate(old, "/tmp/checkpoint-heap", to="heap")  # doctest: +SKIP
+        >>> result.batch_id, result.target_provider  # doctest: +SKIP
+        (2, 'io.sparkcheckpointstorage.provider.HeapStateStoreProvider')
     """
 
     def __init__(self, data: Dict[str, Any]):
@@ -47,6 +55,7 @@ class MigrationResult(object):
         self.seconds: float = float(data["seconds"])
 
     def to_dict(self) -> Dict[str, Any]:
+        """The result as plain Python values (JSON-compatible, the JVM's field names)."""
         return dict(self._data)
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, Coordinator
   CoordinatorReply, CoordinatorRequest, Done, MessageCodec, PutInline}
 
 /**
- * Benchmark W5 (DESIGN section 8), the JVM half: simulated executors send state files of
+ * Benchmark W5 (docs/benchmarks.md), the JVM half: simulated executors send state files of
  * 1-64 KiB (log-uniform) to the driver's coordinator through the real plugin RPC, as the
  * tasks of `queries` queries of `partitions` partitions and `stores` stores each would; after
  * each round (a batch) the driver commits every query (writes its pack), timed. Driven by

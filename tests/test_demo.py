@@ -1,0 +1,34 @@
+"""The main job, `python -m spark_checkpoint_storage demo`, on the Spark line of this venv:
+Spark's default provider on Spark's own file manager (whose class moved in Spark 4.1), then
+ours with each storage, the same state in every run. Run in every line's pytest share."""
+import re
+import subprocess
+import sys
+
+import pyspark
+
+from conftest import assert_ok
+
+
+def test_demo_runs_on_this_spark_line(subproc, tmp_path):
+    # The demo's shape with fewer state partitions (200 by default), to keep CI short.
+    done = subprocess.run([sys.executable, "-m", "spark_checkpoint_storage", "demo", "--batches", "2",
+                           "--partitions", "20"], capture_output=True, text=True, timeout=600, env=subproc.env(),
+                          cwd=str(tmp_path))
+    out = assert_ok(done)
+    assert "on Spark %s" % pyspark.__version__ in out
+    assert "20 state partitions" in out
+    for run in ("Spark default (HDFSBacked)", "FileSystemCheckpointStorage", "DriverCheckpointStorage"):
+        assert re.search(r"\[%s\] batch 2/2: .* 20000 keys" % re.escape(run), out), run
+    assert "same state (keys per batch) in every run: yes" in out
+
+
+def test_spark_file_manager_class_is_the_running_lines():
+    from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+
+    line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
+    moved = ".checkpointing." if line >= (4, 1) else "."
+    assert spark_file_manager_class() == (
+        "org.apache.spark.sql.execution.streaming" + moved + "FileContextBasedCheckpointFileManager")
+    assert spark_file_manager_class("3.5.9").endswith("streaming.FileContextBasedCheckpointFileManager")
+    assert spark_file_manager_class("4.1").endswith("checkpointing.FileContextBasedCheckpointFileManager")
