@@ -92,9 +92,11 @@ class ExternalizedCheckpointCleanup(Enum):
         >>> from pyspark.sql import SparkSession
         >>> from spark_checkpoint_storage.checkpoint_config import (
         ...     ExternalizedCheckpointCleanup, get_checkpoint_config)
-        >>> builder = SparkSession.builder.master("local[2]")
-        >>> get_checkpoint_config(builder).set_externalized_checkpoint_cleanup(
+        >>> config = get_checkpoint_config(SparkSession.builder.master("local[2]"))
+        >>> _ = config.set_externalized_checkpoint_cleanup(
         ...     ExternalizedCheckpointCleanup.DELETE_ON_CANCELLATION)
+        >>> config.get_externalized_checkpoint_cleanup().value
+        'DELETE_ON_CANCELLATION'
     """
 
     DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
