@@ -20,7 +20,7 @@ from conftest import ROOT, VENV_BIN, assert_ok
 
 RUN_LANGUAGES = ("python", "bash", "sh", "shell", "console")
 CONNECT_MARK = "run by tests/test_spark_connect.py"
-_FENCE = re.compile(r"(?:<!--(?P<mark>.*?)-->\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
+_FENCE = re.compile(r"(?:<!--(?P<mark>[^\n]*?)-->\n)?^```(?P<lang>\{?[\w-]*\}?)[^\n]*\n(?P<code>.*?)^```",
                     re.S | re.M)
 
 
@@ -74,6 +74,7 @@ def test_every_block_runs_or_says_why():
             if block.language in RUN_LANGUAGES and block.mark is not None:
                 assert (block.mark.startswith("not run: ") and len(block.mark) > 12) \
                     or block.mark.startswith(CONNECT_MARK), (page, block.mark)
+            # A block says what it holds (MyST directives, "{include}", are not code).
             assert block.language, "%s: a code block without a language" % page
     assert connect_blocks("python") and connect_blocks("bash")
 
