@@ -403,7 +403,7 @@ def configure_spark_with_checkpoint_storage(builder: Any,
       directory is known, else driver heap).
 
     A Spark Connect builder (``.remote(...)``) cannot add a jar or a plugin to a server that
-    already runs: start the server with them instead (see the README, "Spark Connect").
+    already runs: start the server with them instead (see the Python guide, "Spark Connect").
 
     Example:
     ::

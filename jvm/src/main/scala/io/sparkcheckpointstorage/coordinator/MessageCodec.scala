@@ -6,8 +6,10 @@ import java.nio.charset.{CharacterCodingException, StandardCharsets}
 /**
  * The binary encoding of coordinator messages. Requests and replies travel as plain byte
  * arrays through Spark's plugin RPC; this codec, not Java serialization, turns them into
- * messages: nothing from the network is ever deserialized into arbitrary classes, and a
- * message costs one array and a few field copies.
+ * messages: the payload bytes are never Java-deserialized, and a message costs one array and
+ * a few field copies. (Spark's RPC layer Java-deserializes the envelope carrying the array,
+ * as it does every RPC message, under Spark's own `spark.authenticate` and
+ * `spark.network.crypto.*` settings.)
  *
  * {{{
  *   magic "SCM", format version byte, tag byte, then the message's fields:
