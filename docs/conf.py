@@ -4,6 +4,7 @@ PyFlink's). `dev/docs` builds it with warnings as errors."""
 import importlib
 import inspect
 import os
+import pkgutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,10 +55,17 @@ intersphinx_timeout = 5
 if os.environ.get("SCS_DOCS_OFFLINE", "1") == "1":
     intersphinx_mapping = {}
 
-#: The modules of the API reference, in the order of its index; every public name of each
-#: (``__all__``) gets a page and must carry a docstring (with an example: see below).
-API_MODULES = ["checkpoint_storage", "checkpoint_config", "java_gateway", "savepoints",
-               "inspection", "migration", "errors", "bundled_jar", "spark_file_manager"]
+#: The modules of the API reference, the most used first; every other module of the package
+#: follows in name order (a new module is documented without being listed here). Every public
+#: name of each (``__all__``) gets a page and must carry a docstring (with an example: see
+#: below).
+_FIRST = ["checkpoint_storage", "checkpoint_config", "java_gateway", "savepoints",
+          "inspection", "migration", "errors"]
+#: Not API: the command line's jobs (documented as commands) and private modules.
+_NOT_API = {"__main__", "demo"}
+API_MODULES = _FIRST + sorted(
+    m.name for m in pkgutil.iter_modules(spark_checkpoint_storage.__path__)
+    if m.name not in _FIRST and m.name not in _NOT_API and not m.name.startswith("_"))
 
 
 def _public_members(cls):
