@@ -101,7 +101,8 @@ object Migration {
         s"($RowChecksumConf=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
         "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
     }
-    options.numPartitions.foreach { n =>
+    MigrationSparkApi.checkWritable(targetProvider)
+    if (options.numPartitions.isDefined) {
       layout.operators.foreach(op => op.stores.foreach(StatePartitioning.requireRescalable(op, _)))
       layout.requireRecordedPartitions()
     }
