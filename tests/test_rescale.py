@@ -343,3 +343,65 @@ def test_killed_rescale_then_several_hundred_thousand_keys(spark, tmp_path, subp
         assert '"spark.sql.shuffle.partitions":"7"' in f.read()
     with open(os.path.join(dst, "state", "0", "_metadata", "metadata")) as f:
         assert '"numPartitions":7' in f.read()
+
+
+def spark_line(spark):
+    return tuple(int(x) for x in spark.version.split(".")[:2])
+
+
+def test_rocksdb_to_ours(spark, tmp_path):
+    """A query on Spark's RocksDB provider at 4 partitions rescaled into ours at 3: every key
+    in its partition, and resumed, the counts equal the batch computation."""
+    from spark_checkpoint_storage.migration import migrate
+    source, src, dst, out = (str(tmp_path / n) for n in ("source", "src", "dst", "out"))
+    run_batches(spark, "rocksdb", source, src, out,
+                [spark.createDataFrame([(k % 30, b) for k in range(90)], COUNTS) for b in range(2)])
+    result = migrate(src, dst, to="heap", num_partitions=3)
+    assert result.source_provider == so.provider_class("rocksdb")
+    assert (result.num_partitions, result.rows) == (3, 30)
+    assert misplaced(spark, dst, 3) == (0, [0, 1, 2])
+    resume(spark, source, dst, out, spark.createDataFrame([(k, 9) for k in range(35)], COUNTS))
+    assert_counts_match(spark, source, out, 35)
+
+
+def test_rocksdb_target_before_spark_4_2(spark, small_checkpoint, tmp_path):
+    """Before Spark 4.2 RocksDB's files cannot be written from outside its provider: refused,
+    naming the line and what to do; from 4.2 it is a target like any other."""
+    from spark_checkpoint_storage.errors import MigrationException
+    from spark_checkpoint_storage.migration import migrate
+    dst = str(tmp_path / "dst")
+    if spark_line(spark) >= (4, 2):
+        assert migrate(small_checkpoint, dst, to="rocksdb", num_partitions=3).rows == 40
+        assert misplaced(spark, dst, 3)[0] == 0
+        return
+    with pytest.raises(MigrationException) as info:
+        migrate(small_checkpoint, dst, to="rocksdb", num_partitions=3)
+    message = str(info.value)
+    assert "Spark %s cannot write state for" % spark.version in message, message
+    assert "migrate to heap (ours) or hdfs" in message and "4.2 or later" in message, message
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_docs_example_runs(subproc, tmp_path):
+    """docs/rescaling.md's Python example in a fresh process, then its command line against
+    the checkpoint it left."""
+    import re
+    with open(os.path.join(os.path.dirname(TESTS), "docs", "rescaling.md")) as f:
+        text = f.read()
+    [python] = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    [bash] = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    env_file = tmp_path / "env.json"
+    script = python + ("\nimport json\nwith open(%r, 'w') as _f:\n    json.dump({'ROOT': root}, _f)\n"
+                       % str(env_file))
+    out = assert_ok(subproc.python(script, timeout=400))
+    assert "2 -> 8 partitions, 1000 rows" in out, out
+    assert "MigrationProgress" not in out and "stores " in out, out  # progress printed
+    root = json.loads(env_file.read_text())["ROOT"]
+    env = subproc.env({"ROOT": root})
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", bash], capture_output=True,
+                          text=True, timeout=300, env=env)
+    shown = assert_ok(done)
+    assert "2 partitions) to file:%s/checkpoint-16" % root in shown, shown
+    assert "16 partitions): 1000 state rows" in shown, shown
+    assert "progress: stores" in done.stderr

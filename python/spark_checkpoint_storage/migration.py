@@ -165,7 +165,8 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     Works for aggregations, ``dropDuplicates``, ``dropDuplicatesWithinWatermark``,
     stream-stream joins, ``flatMapGroupsWithState`` / ``applyInPandasWithState`` and session
     windows, from and to Spark's ``HDFSBackedStateStoreProvider`` and
-    ``RocksDBStateStoreProvider`` and ours. Needs Spark 4.2 or later.
+    ``RocksDBStateStoreProvider`` and ours, on every Spark line (3.5-4.1: to ``heap`` or
+    ``hdfs`` only; Spark's RocksDB provider opens a store empty at a version only from 4.2).
 
     Rescaling a query's state to 32 partitions, with the same provider:
     ::
@@ -202,9 +203,10 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     :return: a :class:`MigrationResult`.
     :raises MigrationException: for a batch that is not committed, an operator or provider that
                                 cannot be read or written (named), a target inside the source
-                                or not empty, state checkpoint format version 2, Spark
-                                before 4.2, ``num_partitions`` below 1, or an operator whose
-                                partitioning cannot be told from its state (named).
+                                or not empty, state checkpoint format version 2, a
+                                ``rocksdb`` target before Spark 4.2, ``num_partitions`` below
+                                1, or an operator whose partitioning cannot be told from its
+                                state (named).
     """
     if batch_id is not None and (not isinstance(batch_id, int) or batch_id < 0):
         raise MigrationException("batch_id must be a committed batch id (an int >= 0), got %r"
