@@ -4,8 +4,9 @@ Every ```python and ```bash block of a page runs: the page's Python blocks in or
 fresh Python process (its own driver), then its bash blocks, with every string the Python
 blocks left in a global variable exported as an environment variable of the upper-cased name
 (``root`` as ``$ROOT``; never one the environment has, such as ``$PATH``). A block that cannot run says why in a comment just above it,
-``<!-- not run: reason -->``; the Spark Connect blocks say
-``<!-- run by tests/test_spark_connect.py ... -->`` and run there, against a real server.
+``<!-- not run: reason -->``; a block run by a test of its own says which,
+``<!-- run by tests/test_x.py ... -->`` (the Spark Connect blocks, against a real server, by
+tests/test_spark_connect.py).
 """
 import glob
 import json
@@ -19,6 +20,7 @@ import pytest
 from conftest import ROOT, VENV_BIN, assert_ok
 
 RUN_LANGUAGES = ("python", "bash", "sh", "shell", "console")
+RUN_BY = re.compile(r"run by (tests/\w+\.py)\b")
 CONNECT_MARK = "run by tests/test_spark_connect.py"
 _FENCE = re.compile(r"(?:<!--(?P<mark>[^\n]*?)-->\n)?^```(?P<lang>\{?[\w-]*\}?)[^\n]*\n(?P<code>.*?)^```",
                     re.S | re.M)
@@ -68,12 +70,19 @@ EXPECTED_OUTPUT = {
 
 
 def test_every_block_runs_or_says_why():
-    """A shell or Python block is run here, by the Connect test, or marked with its reason."""
+    """A shell or Python block is run here, by the test it names (which reads the page), or
+    marked with the reason it cannot run."""
     for page in pages():
         for block in code_blocks(page):
             if block.language in RUN_LANGUAGES and block.mark is not None:
-                assert (block.mark.startswith("not run: ") and len(block.mark) > 12) \
-                    or block.mark.startswith(CONNECT_MARK), (page, block.mark)
+                run_by = RUN_BY.match(block.mark)
+                if run_by:
+                    with open(os.path.join(ROOT, run_by.group(1))) as f:
+                        assert os.path.basename(page) in f.read() or run_by.group(1) == \
+                            "tests/test_spark_connect.py", (page, block.mark)
+                else:
+                    assert block.mark.startswith("not run: ") and len(block.mark) > 12, \
+                        (page, block.mark)
             # A block says what it holds (MyST directives, "{include}", are not code).
             assert block.language, "%s: a code block without a language" % page
     assert connect_blocks("python") and connect_blocks("bash")
