@@ -28,13 +28,10 @@ import sys
 import time
 from typing import Dict, List
 
-PROVIDERS = {
-    "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
-SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                      "FileContextBasedCheckpointFileManager")
+from spark_checkpoint_storage import jvm_names
+
+PROVIDERS = jvm_names.MIGRATION_TARGETS
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
 
 
 def write_inputs(folder: str, keys: int, files: int) -> List[str]:

@@ -17,25 +17,18 @@ folder of the variant's run.
 """
 from typing import Dict, List, Optional
 
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-def _spark_file_manager() -> str:
-    """Spark's default checkpoint file manager (on file:// and hdfs://) of the running
-    pyspark: its package moved in Spark 4.1."""
-    import pyspark
-    line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
-    moved = "checkpointing." if line >= (4, 1) else ""
-    return "org.apache.spark.sql.execution.streaming." + moved + "FileContextBasedCheckpointFileManager"
+from spark_checkpoint_storage import jvm_names
 
+HDFS = jvm_names.HDFS_PROVIDER_CLASS
+ROCKSDB = jvm_names.ROCKSDB_PROVIDER_CLASS
+HEAP = jvm_names.HEAP_PROVIDER_CLASS
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
+OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
 
-SPARK_FILE_MANAGER = _spark_file_manager()
-OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
-
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
-FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+PROVIDER = jvm_names.PROVIDER_CLASS_CONF
+FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-STORAGE = "spark.sql.streaming.checkpointStorage"
+STORAGE = jvm_names.STORAGE
 
 BUILTIN_PROVIDERS = (HDFS, ROCKSDB)
 
