@@ -47,7 +47,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage import __version__
         from spark_checkpoint_storage.java_gateway import get_gateway
 
-        info = get_gateway().jvm.io.sparkcheckpointstorage.BuildInfo
+        from spark_checkpoint_storage.jvm_names import BUILD_INFO_CLASS, jvm_class
+
+        info = jvm_class(get_gateway().jvm, BUILD_INFO_CLASS)
         print("python package %s, jar %s (built for Spark %s, Scala %s), loaded from %s"
               % (__version__, info.version(), info.sparkVersion(), info.scalaBinaryVersion(),
                  info.jarLocation()))
