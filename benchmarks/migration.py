@@ -28,14 +28,10 @@ import sys
 import time
 from typing import Dict, List
 
-from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+from spark_checkpoint_storage import jvm_names
 
-PROVIDERS = {
-    "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
-SPARK_FILE_MANAGER = spark_file_manager_class()
+PROVIDERS = jvm_names.MIGRATION_TARGETS
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
 
 
 def write_inputs(folder: str, keys: int, files: int) -> List[str]:

@@ -17,19 +17,18 @@ folder of the variant's run.
 """
 from typing import Dict, List, Optional
 
-from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+from spark_checkpoint_storage import jvm_names
 
-HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-#: Spark's default checkpoint file manager (on file:// and hdfs://) of the running pyspark.
-SPARK_FILE_MANAGER = spark_file_manager_class()
-OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
+HDFS = jvm_names.HDFS_PROVIDER_CLASS
+ROCKSDB = jvm_names.ROCKSDB_PROVIDER_CLASS
+HEAP = jvm_names.HEAP_PROVIDER_CLASS
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
+OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
 
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
-FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+PROVIDER = jvm_names.PROVIDER_CLASS_CONF
+FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-STORAGE = "spark.sql.streaming.checkpointStorage"
+STORAGE = jvm_names.STORAGE
 
 BUILTIN_PROVIDERS = (HDFS, ROCKSDB)
 

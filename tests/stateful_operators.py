@@ -22,18 +22,13 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional
 
-PROVIDERS = {
-    "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
+from spark_checkpoint_storage import jvm_names
+
+PROVIDERS = jvm_names.MIGRATION_TARGETS
 
 #: ``SCS_TEST_FILE_MANAGER=spark`` runs the provider on Spark's own checkpoint file manager
 #: instead of ours (what ``configure_spark_with_checkpoint_storage`` sets).
-FILE_MANAGERS = {
-    "spark": "org.apache.spark.sql.execution.streaming.checkpointing."
-             "FileContextBasedCheckpointFileManager",
-}
+FILE_MANAGERS = {"spark": jvm_names.spark_file_manager_class()}
 
 STORAGE_CONF = "spark.sql.streaming.checkpointStorage"
 

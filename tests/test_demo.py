@@ -22,13 +22,3 @@ def test_demo_runs_on_this_spark_line(subproc, tmp_path):
         assert re.search(r"\[%s\] batch 2/2: .* 20000 keys" % re.escape(run), out), run
     assert "same state (keys per batch) in every run: yes" in out
 
-
-def test_spark_file_manager_class_is_the_running_lines():
-    from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
-
-    line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
-    moved = ".checkpointing." if line >= (4, 1) else "."
-    assert spark_file_manager_class() == (
-        "org.apache.spark.sql.execution.streaming" + moved + "FileContextBasedCheckpointFileManager")
-    assert spark_file_manager_class("3.5.9").endswith("streaming.FileContextBasedCheckpointFileManager")
-    assert spark_file_manager_class("4.1").endswith("checkpointing.FileContextBasedCheckpointFileManager")

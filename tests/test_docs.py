@@ -40,13 +40,13 @@ def test_every_public_name_is_documented(docs_conf):
 
 
 def test_a_public_name_without_docstring_or_example_is_reported(docs_conf, monkeypatch):
-    from spark_checkpoint_storage import savepoints, spark_file_manager
+    from spark_checkpoint_storage import jvm_names, savepoints
 
     monkeypatch.setattr(savepoints.savepoint, "__doc__", None)
-    monkeypatch.setattr(spark_file_manager.spark_file_manager_class, "__doc__", "No example.")
+    monkeypatch.setattr(jvm_names.spark_file_manager_class, "__doc__", "No example.")
     problems = docs_conf.undocumented_public_names()
     assert "spark_checkpoint_storage.savepoints.savepoint has no docstring" in problems
-    assert ("spark_checkpoint_storage.spark_file_manager.spark_file_manager_class has no example "
+    assert ("spark_checkpoint_storage.jvm_names.spark_file_manager_class has no example "
             "(>>>) in its docstring") in problems
 
 

@@ -8,10 +8,11 @@ import pytest
 from pyspark.sql import functions as F
 
 
-HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
+from spark_checkpoint_storage import jvm_names
+
+HEAP = jvm_names.HEAP_PROVIDER_CLASS
 SCHEMA = "k long, v long"
-SPARK_FILE_MANAGER = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                      "FileContextBasedCheckpointFileManager")
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
 
 
 #: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)

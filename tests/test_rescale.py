@@ -405,3 +405,23 @@ def test_docs_example_runs(subproc, tmp_path):
     assert "2 partitions) to file:%s/checkpoint-16" % root in shown, shown
     assert "16 partitions): 1000 state rows" in shown, shown
     assert "progress: stores" in done.stderr
+
+
+def test_refuses_a_checkpoint_without_operator_metadata(spark, small_checkpoint, tmp_path):
+    """Spark 3.5 writes no operator metadata: which operator keeps the state (so how its rows
+    are partitioned) cannot be told, and the rescale is refused saying what to do. On 4.0+
+    the same holds for a checkpoint whose metadata is gone."""
+    import shutil
+    from spark_checkpoint_storage.errors import MigrationException
+    from spark_checkpoint_storage.migration import migrate
+    src = str(tmp_path / "copy")
+    shutil.copytree(small_checkpoint, src)
+    meta = os.path.join(src, "state", "0", "_metadata")
+    assert os.path.exists(os.path.join(meta, "metadata")) == (spark_line(spark) >= (4, 0))
+    shutil.rmtree(meta, ignore_errors=True)
+    with pytest.raises(MigrationException) as info:
+        migrate(src, str(tmp_path / "dst"), to="heap", num_partitions=3)
+    message = str(info.value)
+    assert "has state but no operator metadata" in message, message
+    assert "Resume the query on Spark 4.0 or later" in message, message
+    assert sorted(os.listdir(tmp_path)) == ["copy"]

@@ -10,7 +10,7 @@ import time
 from typing import Dict, List, Optional
 
 from spark_checkpoint_storage._version import __version__
-from spark_checkpoint_storage.spark_file_manager import spark_file_manager_class
+from spark_checkpoint_storage.jvm_names import spark_file_manager_class
 
 BUILT_IN = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"

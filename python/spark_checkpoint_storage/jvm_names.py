@@ -53,6 +53,7 @@ STORAGE_LOADER_CLASS = JVM_PACKAGE + ".storage.CheckpointStorageLoader"
 SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.Savepoints"
 CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".migration.CanonicalSavepoints"
 MIGRATION_CLASS = JVM_PACKAGE + ".migration.Migration"
+MIGRATION_PROGRESS_CLASS = JVM_PACKAGE + ".migration.MigrationProgress"
 INSPECTOR_CLASS = JVM_PACKAGE + ".inspection.CheckpointInspector"
 
 # -- Spark's classes -------------------------------------------------------------------------

@@ -17,17 +17,14 @@ import threading
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
+from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import MigrationException, jvm_errors
 
 __all__ = ["migrate", "MigrationResult", "MigrationProgress", "TARGET_PROVIDERS",
            "MIGRATION_MANIFEST"]
 
 #: Short names of the providers a migration writes with (``to=``), and their classes.
-TARGET_PROVIDERS: Dict[str, str] = {
-    "heap": "io.sparkcheckpointstorage.provider.HeapStateStoreProvider",
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
+TARGET_PROVIDERS: Dict[str, str] = dict(jvm_names.MIGRATION_TARGETS)
 
 #: The file in a migrated checkpoint that describes the migration (JSON).
 MIGRATION_MANIFEST = "_migration"
@@ -118,7 +115,7 @@ class _ProgressPoller(threading.Thread):
     def __init__(self, jvm: Any, progress_id: str, callback: Callable[[MigrationProgress], None],
                  interval: float):
         super().__init__(name="spark-checkpoint-storage-migration-progress", daemon=True)
-        self._progress = jvm.io.sparkcheckpointstorage.migration.MigrationProgress
+        self._progress = jvm_names.jvm_class(jvm, jvm_names.MIGRATION_PROGRESS_CLASS)
         self._id = progress_id
         self._callback = callback
         self._interval = interval
@@ -183,8 +180,9 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     Works for aggregations, ``dropDuplicates``, ``dropDuplicatesWithinWatermark``,
     stream-stream joins, ``flatMapGroupsWithState`` / ``applyInPandasWithState`` and session
     windows, from and to Spark's ``HDFSBackedStateStoreProvider`` and
-    ``RocksDBStateStoreProvider`` and ours, on every Spark line (3.5-4.1: to ``heap`` or
-    ``hdfs`` only; Spark's RocksDB provider opens a store empty at a version only from 4.2).
+    ``RocksDBStateStoreProvider`` and ours, on Spark 4.0+ (4.0-4.1: to ``heap`` or ``hdfs``
+    only; Spark's RocksDB provider opens a store empty at a version only from 4.2). A
+    checkpoint written by Spark 3.5 records no operator metadata, and is refused.
 
     Rescaling a query's state to 32 partitions, with the same provider:
     ::
@@ -259,7 +257,7 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
         if poller is not None:
             poller.start()
         try:
-            text = jvm.io.sparkcheckpointstorage.migration.Migration.migrate(
+            text = jvm_names.jvm_class(jvm, jvm_names.MIGRATION_CLASS).migrate(
                 spark._jsparkSession, source, target, to, -1 if batch_id is None else batch_id,
                 num_partitions, progress_id)
         finally:

@@ -111,8 +111,10 @@ object CheckpointLayout {
     }.filter(_.forall(_.isDigit)).map(_.toLong).distinct
     stateOperatorIds.filterNot(id => operators.exists(_.id == id)).headOption.foreach { id =>
       throw new MigrationException(s"Operator $id of the checkpoint $root has state but no operator " +
-        s"metadata (state/$id/_metadata/metadata): the checkpoint was written by a Spark before 3.5, whose " +
-        "state stores cannot be told apart. Run the query for one batch on this Spark first.")
+        s"metadata (state/$id/_metadata/metadata), which Spark writes from 4.0 on: the checkpoint was " +
+        "written by Spark 3.5 or before, and without it which operator keeps the state, its stores and " +
+        "key prefix, and so how its rows are indexed and partitioned, cannot be told. Resume the query " +
+        "on Spark 4.0 or later for one batch (Spark then writes the metadata) and migrate that checkpoint.")
     }
     operators.find(_.name.toLowerCase(java.util.Locale.ROOT).contains("transformwithstate")).foreach { op =>
       throw new MigrationException(s"Operator ${op.id} of the checkpoint $root is ${op.name}, which keeps " +

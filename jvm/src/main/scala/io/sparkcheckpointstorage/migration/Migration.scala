@@ -65,8 +65,9 @@ object Migration {
     if (CanonicalSavepoints.manifest(source, conf).isDefined) {
       return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId, options))
     }
-    val layout = CheckpointLayout.read(source, batchId, conf)
     val targetProvider = TargetProvider.resolve(to)
+    MigrationSparkApi.checkWritable(targetProvider)
+    val layout = CheckpointLayout.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     if (layout.hasPacks && !conf.get(FileManagerConf, "").equals(classOf[StorageCheckpointFileManager].getName)) {
       throw new MigrationException(s"Some of the state of ${layout.root} is inline (packs of a checkpoint " +

@@ -68,6 +68,7 @@ class MigrationSuite extends AnyFunSuite {
     val old = checkpoint(1)
     write(old, "state/3/0/1.delta", "x")
     assert(refused(CheckpointLayout.read(old.toString, -1, conf)).contains("Operator 3 of the checkpoint"))
+    assert(refused(CheckpointLayout.read(old.toString, -1, conf)).contains("Resume the query on Spark 4.0 or later"))
   }
 
   test("the offset log records the target provider, nothing else changes") {
