@@ -5,6 +5,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +116,9 @@ def _write_api_pages():
     autosummary gives a page of its own. Written when this file is read, before Sphinx
     looks for the pages of the project."""
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api")
-    os.makedirs(out, exist_ok=True)
+    # Everything under api/ is generated: pages of removed modules or names go with them.
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
     pages = {"index.rst": "\n".join([
         "Python API reference", "=" * 20, "",
         "The modules of :mod:`spark_checkpoint_storage`; the package itself re-exports the",
