@@ -17,8 +17,9 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointSt
  *
  * Why Spark's public plugin API rather than an `RpcEndpoint` of our own: it is a stable,
  * documented API that needs no code under `org.apache.spark`, and its single receiving thread
- * is enough because every request is a map operation on the driver (decoded by
- * [[MessageCodec]], no Java deserialization); the slow steps, writing a pack and reading the
+ * is enough because every request is a map operation on the driver (its payload decoded by
+ * [[MessageCodec]], never Java-deserialized; Spark's RPC Java-deserializes only the message's
+ * envelope, under Spark's own authentication and encryption settings); the slow steps, writing a pack and reading the
  * packs of a restarted query, run on the query's own thread (see
  * [[CheckpointCoordinator#beforeCommit]] and [[CheckpointCoordinator#prepare]]).
  */
