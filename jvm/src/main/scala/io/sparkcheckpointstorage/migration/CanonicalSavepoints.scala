@@ -14,6 +14,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{DataType, StructType}
 
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 import io.sparkcheckpointstorage.savepoint.Savepoints
 
 /**
@@ -32,7 +33,7 @@ import io.sparkcheckpointstorage.savepoint.Savepoints
  * writes them, and the restored checkpoint records it.
  */
 object CanonicalSavepoints {
-  val StateDir = "canonical-state"
+  val StateDir: String = CheckpointPaths.CanonicalState
   val Format = "canonical"
   private val mapper = new ObjectMapper()
 

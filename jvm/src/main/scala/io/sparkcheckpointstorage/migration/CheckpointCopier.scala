@@ -5,10 +5,7 @@ import java.util.regex.Matcher
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-import io.sparkcheckpointstorage.inspection.CheckpointEntry
-import io.sparkcheckpointstorage.packs.PackFiles
-import io.sparkcheckpointstorage.savepoint.Savepoints
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**
  * Copies what a checkpoint holds besides state data, up to a batch: the query's metadata,
@@ -17,8 +14,6 @@ import io.sparkcheckpointstorage.savepoint.Savepoints
  * provider: Spark takes the provider of a resumed query from there.
  */
 object CheckpointCopier {
-  private val Numbered = """^(offsets|commits)/(\d+)$""".r
-  private val SourceLog = """^sources/[^/]+/(\d+)(?:\.compact)?$""".r
   private val ProviderEntry =
     ("(\"" + java.util.regex.Pattern.quote(CheckpointLayout.ProviderConf) + "\"\\s*:\\s*\")([^\"]*)(\")").r
 
@@ -26,11 +21,14 @@ object CheckpointCopier {
   def copy(layout: CheckpointLayout, targetFs: FileSystem, target: Path, targetProvider: String): (Int, Long) = {
     var files = 0
     var bytes = 0L
-    layout.entries.filter(e => keep(e, layout.batchId)).foreach { e =>
+    // Under state/ only Spark's operator metadata and schema files: the state itself is the
+    // target provider's to write.
+    layout.entries.filter(e => CheckpointPaths.inCopyAtBatch(e.relPath, layout.batchId,
+        CheckpointPaths.isStateMetadata)).foreach { e =>
       val content = layout.reader.read(e).getOrElse(throw new MigrationException(
         s"${e.relPath} of the checkpoint ${layout.root} disappeared while the migration copied it " +
           "(a running query deletes files it no longer needs); stop the query and migrate again."))
-      val out = if (e.relPath.startsWith("offsets/")) {
+      val out = if (e.relPath.startsWith(CheckpointPaths.Offsets + "/")) {
         recordProvider(new String(content, StandardCharsets.UTF_8), targetProvider).getBytes(StandardCharsets.UTF_8)
       } else content
       val stream = targetFs.create(new Path(target, e.relPath), false)
@@ -44,22 +42,4 @@ object CheckpointCopier {
   /** The offset log entry with `targetProvider` as the state store provider of the query. */
   def recordProvider(entry: String, targetProvider: String): String =
     ProviderEntry.replaceAllIn(entry, m => Matcher.quoteReplacement(m.group(1) + targetProvider + m.group(3)))
-
-  private def keep(e: CheckpointEntry, batch: Long): Boolean = {
-    val name = e.relPath.substring(e.relPath.lastIndexOf('/') + 1)
-    e.relPath match {
-      // Hadoop's checksum sidecars: rewritten files would no longer match theirs, and the
-      // target file system writes its own for whatever Spark writes next.
-      case _ if name.startsWith(".") => false
-      case Numbered(_, b) => b.toLong <= batch
-      case SourceLog(b) => b.toLong <= batch
-      case CheckpointCoordinator.MarkerFile | Savepoints.ManifestFile | Migration.ManifestFile => false
-      case rel if rel.startsWith(PackFiles.DirName + "/") => false
-      case rel if rel.startsWith(CanonicalSavepoints.StateDir + "/") => false
-      // Under state/ only Spark's operator metadata and schema files: the state itself is the
-      // target provider's to write.
-      case rel if rel.startsWith("state/") => rel.split('/').exists(p => p == "_metadata" || p == "_stateSchema")
-      case _ => true
-    }
-  }
 }

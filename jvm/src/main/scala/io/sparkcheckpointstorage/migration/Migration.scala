@@ -14,6 +14,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.inspection.CheckpointReader
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**
  * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a
@@ -32,7 +33,7 @@ import io.sparkcheckpointstorage.inspection.CheckpointReader
  * and the next migration to that target refuses until it is deleted.
  */
 object Migration {
-  val ManifestFile = "_migration"
+  val ManifestFile: String = CheckpointPaths.MigrationManifest
   val InProgressFile = "_MIGRATION_INCOMPLETE"
   private val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
   private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
