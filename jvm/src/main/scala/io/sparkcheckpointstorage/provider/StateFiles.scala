@@ -27,7 +27,7 @@ final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
       if (foreign.nonEmpty) {
         throw new IllegalStateException(s"The state directory $dir holds files of another state " +
           s"store provider (${foreign.sorted.take(3).mkString(", ")}): " +
-          s"${StateFileNames.foreignProvider(foreign).get}. " +
+          s"${StateFileNames.foreignProvider(foreign.toSeq).get}. " +
           "A checkpoint keeps the provider it was created with: restart this query with that " +
           "provider (spark.sql.streaming.stateStore.providerClass), or start it on a new " +
           "checkpoint location to use HeapStateStoreProvider.")
