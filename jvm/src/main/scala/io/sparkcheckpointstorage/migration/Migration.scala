@@ -22,8 +22,8 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
  *
  * The state of every stateful operator at a committed batch is read by Spark's state data
  * source with the provider that wrote it, and written by the target provider on the
- * executors as the version that batch produced; the query's metadata, offset, commit and
- * source logs up to the batch are copied, with the offset log recording the target
+ * executors as the version that batch produced; the query's metadata, offset and commit
+ * logs up to the batch and its source logs are copied, with the offset log recording the target
  * provider, so that a query resumed from the target runs on it and gives what resuming the
  * source would have given. The source is only read.
  *
