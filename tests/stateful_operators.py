@@ -227,7 +227,9 @@ class Driver:
     settings for the session, e.g. what reaches that file system), ``migrate_from`` and
     ``migrate_to`` (optional: before starting the queries, migrate each one's checkpoint under
     that checkpoint root to this one's with ``spark_checkpoint_storage.migration.migrate``, to
-    that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it)."""
+    that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it;
+    with ``migrate_partitions``, rescaled to that many partitions, and where each state row
+    lies then recorded), ``check_placement`` (record where each state row lies at the end)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -514,12 +516,45 @@ class Driver:
                 source = savepoint(source, os.path.join(self.work, "canonical", op.name),
                                    format="canonical")
             result = migrate(source, self.checkpoint(op), to=self.spec["migrate_to"],
-                             spark=self.spark)
+                             num_partitions=self.spec.get("migrate_partitions"), spark=self.spark)
             migrated[op.name] = dict(result.to_dict(), wall_seconds=round(time.time() - started, 1),
                                      state_files=self.state_file_kinds(self.checkpoint(op)),
                                      source_state_files=self.state_file_kinds(
                                          "%s/checkpoints/%s" % (self.spec["migrate_from"], op.name)))
+            if self.spec.get("migrate_partitions"):
+                migrated[op.name]["placement"] = self.state_placement(self.checkpoint(op))
             print("MIGRATED %s: %r" % (op.name, result), flush=True)
+
+    def state_placement(self, checkpoint: str) -> dict:
+        """Per store of the checkpoint's operator 0: its state rows, the partitions holding
+        them, and the rows outside the partition Spark's shuffle gives their key (SQL's
+        ``pmod(hash(keys), n)``, n as the offset log records it). The keys hashed are the
+        operator's partitioning keys: a join's ``keyWithIndexToValue`` key without its index,
+        a session window's key without the session's start."""
+        from pyspark.sql import functions as F
+        meta = self.spark.read.format("state-metadata").load(checkpoint).collect()
+        n = meta[0].numPartitions
+        placement = {"numPartitions": n, "stores": {}}
+        for m in meta:
+            reader = self.spark.read.format("statestore").option("operatorId", m.operatorId)
+            if m.stateStoreName != "default":
+                reader = reader.option("storeName", m.stateStoreName)
+            df = reader.load(checkpoint)
+            fields = [f.name for f in df.schema["key"].dataType.fields]
+            # Both keys end with a field the shuffle does not hash: the value's index, the
+            # session window's start.
+            if (m.stateStoreName.endswith("keyWithIndexToValue")
+                    or m.operatorName == "sessionWindowStateStoreSaveExec"):
+                fields = fields[:-1]
+            expected = F.expr("pmod(hash(%s), %d)" % (", ".join("key.`%s`" % f for f in fields), n))
+            rows = df.select("partition_id", expected.alias("expected")).collect()
+            placement["stores"][m.stateStoreName] = {
+                "rows": len(rows),
+                "partitions": sorted({r.partition_id for r in rows}),
+                "misplaced": sum(1 for r in rows if r.partition_id != r.expected),
+                "hashed": fields,
+            }
+        return placement
 
     @staticmethod
     def state_file_kinds(checkpoint: str) -> list:
@@ -561,6 +596,8 @@ class Driver:
                 "checkpoint": self.checkpoint_facts(op),
                 "state_files": self.state_file_kinds(self.checkpoint(op)),
             }
+            if self.spec.get("check_placement"):
+                results[op.name]["placement"] = self.state_placement(self.checkpoint(op))
         with open(os.path.join(self.work, "results.json"), "w") as f:
             json.dump({"operators": results, "log": self.log}, f)
 

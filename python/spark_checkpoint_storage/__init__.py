@@ -20,7 +20,12 @@ from spark_checkpoint_storage.checkpoint_storage import (
     DriverCheckpointStorage,
     FileSystemCheckpointStorage,
 )
+from spark_checkpoint_storage.errors import _install_pyspark_conversion
 from spark_checkpoint_storage.java_gateway import get_gateway
+
+# JVM errors of this package raised through PySpark (a wrong setting refused by
+# writeStream.start()) reach Python as this package's errors.
+_install_pyspark_conversion()
 
 __all__ = [
     "__version__",

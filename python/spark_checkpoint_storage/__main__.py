@@ -32,6 +32,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      help="the provider to write with: heap (ours), hdfs, rocksdb, or a class name")
     mig.add_argument("--batch", type=int, default=None,
                      help="the committed batch to migrate (default: the last)")
+    mig.add_argument("--partitions", type=int, default=None, metavar="N",
+                     help="redistribute the state over N partitions (default: the source's)")
+    mig.add_argument("--quiet", action="store_true", help="do not show progress on stderr")
     mig.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
 
@@ -44,7 +47,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage import __version__
         from spark_checkpoint_storage.java_gateway import get_gateway
 
-        info = get_gateway().jvm.io.sparkcheckpointstorage.BuildInfo
+        from spark_checkpoint_storage.jvm_names import BUILD_INFO_CLASS, jvm_class
+
+        info = jvm_class(get_gateway().jvm, BUILD_INFO_CLASS)
         print("python package %s, jar %s (built for Spark %s, Scala %s), loaded from %s"
               % (__version__, info.version(), info.sparkVersion(), info.scalaBinaryVersion(),
                  info.jarLocation()))
@@ -87,17 +92,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         from spark_checkpoint_storage.migration import migrate
 
         try:
-            result = migrate(args.source, args.target, to=args.to, batch_id=args.batch)
+            def show(p):
+                print("progress: %s" % p, file=sys.stderr, flush=True)
+
+            result = migrate(args.source, args.target, to=args.to, batch_id=args.batch,
+                             num_partitions=args.partitions,
+                             progress=None if args.quiet else show)
         except CheckpointStorageException as e:
             print("error: %s" % e, file=sys.stderr)
             return 1
         if args.json:
             print(json.dumps(result.to_dict(), indent=2))
         else:
-            print("migrated batch %d of %s (%s) to %s (%s): %d state rows, %d files, %d bytes, "
-                  "%.1f s" % (result.batch_id, args.source, result.source_provider, result.path,
-                              result.target_provider, result.rows, result.files, result.bytes,
-                              result.seconds))
+            print("migrated batch %d of %s (%s, %d partitions) to %s (%s, %d partitions): %d "
+                  "state rows, %d files, %d bytes, %.1f s"
+                  % (result.batch_id, args.source, result.source_provider,
+                     result.source_num_partitions, result.path, result.target_provider,
+                     result.num_partitions, result.rows, result.files, result.bytes,
+                     result.seconds))
         return 0
     return 2
 

@@ -7,15 +7,16 @@ import os
 import re
 from typing import Any, List, Optional, Tuple
 
+from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage._version import __version__
 
 __all__ = ["bundled_jar_path", "check_jar_version", "JarVersionMismatchError",
-           "JarNotOnClasspathError", "UnsupportedSparkVersionError", "JVM_BUILD_INFO_CLASS",
+           "JarNotOnClasspathError", "UnsupportedSparkVersionError", "jvm_has_jar", "JVM_BUILD_INFO_CLASS",
            "GROUP_ID", "SUPPORTED_SPARK_LINES", "artifact_id", "running_spark_line",
            "supported_spark_lines"]
 
-GROUP_ID = "io.sparkcheckpointstorage"
-JVM_BUILD_INFO_CLASS = "io.sparkcheckpointstorage.BuildInfo"
+GROUP_ID = jvm_names.JVM_PACKAGE
+JVM_BUILD_INFO_CLASS = jvm_names.BUILD_INFO_CLASS
 
 #: The Spark lines this package carries a jar for, with their Scala binary versions.
 SUPPORTED_SPARK_LINES: Tuple[Tuple[str, str], ...] = (
@@ -158,6 +159,21 @@ def _artifact_or_unknown() -> str:
         return "spark-checkpoint-storage-spark<line>_<scala>"
 
 
+def _build_info(gateway: Any) -> Any:
+    """The jar's ``BuildInfo`` class in the JVM behind ``gateway``, or None without the jar."""
+    from py4j.java_gateway import JavaClass
+
+    build_info = jvm_names.jvm_class(gateway.jvm, JVM_BUILD_INFO_CLASS)
+    # py4j answers a class it cannot load with a JavaPackage, which fails later with the
+    # cryptic "'JavaPackage' object is not callable": catch that here.
+    return build_info if isinstance(build_info, JavaClass) else None
+
+
+def jvm_has_jar(gateway: Any) -> bool:
+    """Whether the JVM behind ``gateway`` can load the classes of the spark-checkpoint-storage jar."""
+    return _build_info(gateway) is not None
+
+
 def check_jar_version(gateway: Any) -> str:
     """
     Checks that the driver JVM behind ``gateway`` has the spark-checkpoint-storage jar on its
@@ -167,15 +183,10 @@ def check_jar_version(gateway: Any) -> str:
     :raises JarVersionMismatchError: when the jar's version differs from the package's.
     :raises UnsupportedSparkVersionError: when the jar is built for another Spark line.
     """
-    from py4j.java_gateway import JavaClass
     from py4j.protocol import Py4JError
 
-    build_info = gateway.jvm
-    for part in JVM_BUILD_INFO_CLASS.split("."):
-        build_info = getattr(build_info, part)
-    # py4j answers a class it cannot load with a JavaPackage, which fails later with the
-    # cryptic "'JavaPackage' object is not callable": catch that here.
-    if not isinstance(build_info, JavaClass):
+    build_info = _build_info(gateway)
+    if build_info is None:
         raise JarNotOnClasspathError(
             "The spark-checkpoint-storage classes are not on the Spark driver's classpath "
             "(%s cannot be loaded). %s" % (JVM_BUILD_INFO_CLASS, _how_to_add_jar()))

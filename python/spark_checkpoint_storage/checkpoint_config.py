@@ -6,20 +6,28 @@ Session configuration: the analog of PyFlink's ``env.get_checkpoint_config()``
 Every setting is a Spark configuration key, so what these helpers do can equally be written
 as ``--conf`` options (that is how a Spark Connect server is configured).
 """
+import functools
 import os
 from enum import Enum
 from typing import Any, Dict, Optional
 
-from spark_checkpoint_storage.bundled_jar import bundled_jar_path
+from spark_checkpoint_storage import jvm_names
+from spark_checkpoint_storage.bundled_jar import (
+    JarNotOnClasspathError,
+    bundled_jar_path,
+    jvm_has_jar,
+)
 from spark_checkpoint_storage.checkpoint_storage import (
     CheckpointStorage,
     FileSystemCheckpointStorage,
     _from_j_checkpoint_storage,
 )
 from spark_checkpoint_storage.errors import (
+    CheckpointStorageException,
     ClassicSessionRequiredException,
     IllegalCheckpointStorageArgumentException,
     StaticConfigurationException,
+    convert_jvm_exception,
     jvm_errors,
 )
 
@@ -32,42 +40,35 @@ __all__ = [
     "STATIC_CONFS",
 ]
 
-PROVIDER_CLASS = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-PLUGIN_CLASS = "io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin"
-FILE_MANAGER_CLASS = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
-LISTENER_CLASS = "io.sparkcheckpointstorage.coordinator.CheckpointStorageQueryListener"
+PROVIDER_CLASS = jvm_names.HEAP_PROVIDER_CLASS
+PLUGIN_CLASS = jvm_names.PLUGIN_CLASS
+FILE_MANAGER_CLASS = jvm_names.FILE_MANAGER_CLASS
+LISTENER_CLASS = jvm_names.LISTENER_CLASS
 
 #: Every setting the plugin needs besides the jar: the state store provider, the checkpoint
 #: file manager that places state bytes, and the Spark plugin that runs the coordinator.
 PLUGIN_CONFS: Dict[str, str] = {
-    "spark.sql.streaming.stateStore.providerClass": PROVIDER_CLASS,
-    "spark.sql.streaming.checkpointFileManagerClass": FILE_MANAGER_CLASS,
+    jvm_names.PROVIDER_CLASS_CONF: PROVIDER_CLASS,
+    jvm_names.FILE_MANAGER_CLASS_CONF: FILE_MANAGER_CLASS,
 }
 
-PREFIX = "spark.sql.streaming.checkpointStorage"
-STORAGE = PREFIX
-APP_PREFIX = PREFIX + ".app."
-CHECKPOINT_PATH = PREFIX + ".checkpointPath"
-SAVEPOINT_PATH = PREFIX + ".savepointPath"
-EXTERNALIZED_CLEANUP = PREFIX + ".externalizedCleanup"
-DRIVER_MAX_TOTAL_INLINE_SIZE = PREFIX + ".driver.maxTotalInlineSize"
+PREFIX = jvm_names.PREFIX
+STORAGE = jvm_names.STORAGE
+APP_PREFIX = jvm_names.APP_PREFIX
+CHECKPOINT_PATH = jvm_names.CHECKPOINT_PATH
+SAVEPOINT_PATH = jvm_names.SAVEPOINT_PATH
+EXTERNALIZED_CLEANUP = jvm_names.EXTERNALIZED_CLEANUP
+DRIVER_MAX_TOTAL_INLINE_SIZE = jvm_names.DRIVER_MAX_TOTAL_INLINE_SIZE
 #: The most request bytes an executor sends to the driver's coordinator in one message.
-EXECUTOR_MAX_REQUEST_BATCH_SIZE = PREFIX + ".executor.maxRequestBatchSize"
-MIN_BATCHES_TO_RETAIN = "spark.sql.streaming.minBatchesToRetain"
-SPARK_CHECKPOINT_LOCATION = "spark.sql.streaming.checkpointLocation"
+EXECUTOR_MAX_REQUEST_BATCH_SIZE = jvm_names.EXECUTOR_MAX_REQUEST_BATCH_SIZE
+MIN_BATCHES_TO_RETAIN = jvm_names.MIN_BATCHES_TO_RETAIN
+SPARK_CHECKPOINT_LOCATION = jvm_names.SPARK_CHECKPOINT_LOCATION
 #: Spark's default of ``spark.sql.streaming.minBatchesToRetain``.
 DEFAULT_NUM_RETAINED_CHECKPOINTS = 100
 
 #: Settings Spark (or the plugin) reads only when the session starts: setting them on a
 #: running session has no effect, so :class:`CheckpointConfig` refuses to.
-STATIC_CONFS = frozenset([
-    "spark.jars",
-    "spark.plugins",
-    "spark.sql.streaming.streamingQueryListeners",
-    DRIVER_MAX_TOTAL_INLINE_SIZE,
-    EXECUTOR_MAX_REQUEST_BATCH_SIZE,
-    EXTERNALIZED_CLEANUP,
-])
+STATIC_CONFS = jvm_names.STATIC_CONFS
 
 
 class ExternalizedCheckpointCleanup(Enum):
@@ -253,7 +254,7 @@ class CheckpointConfig(object):
             if value is not None:
                 j_map.put(key, value)
         j_lookup = gateway.jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
-        loader = gateway.jvm.io.sparkcheckpointstorage.storage.CheckpointStorageLoader
+        loader = jvm_names.jvm_class(gateway.jvm, jvm_names.STORAGE_LOADER_CLASS)
         return _from_j_checkpoint_storage(loader.load(j_lookup, gateway.jvm.scala.Option.empty()))
 
     # -- retained checkpoints --------------------------------------------------------------
@@ -355,13 +356,35 @@ def get_checkpoint_config(builder_or_session: Any) -> CheckpointConfig:
 
     :param builder_or_session: a ``SparkSession.Builder`` or a ``SparkSession``.
     :return: its :class:`CheckpointConfig`.
+    :raises JarNotOnClasspathError: a Spark Connect session whose server was started without
+        the jar and the plugin.
     """
     if hasattr(builder_or_session, "_options") and hasattr(builder_or_session, "getOrCreate"):
         return CheckpointConfig(_BuilderConf(builder_or_session))
     if hasattr(builder_or_session, "conf") and hasattr(builder_or_session, "readStream"):
+        if _is_connect_session(builder_or_session):
+            _check_connect_server_has_plugin(builder_or_session)
         return CheckpointConfig(_SessionConf(builder_or_session))
     raise TypeError("get_checkpoint_config takes a SparkSession.Builder or a SparkSession, got %r"
                     % (builder_or_session,))
+
+
+def _server_options() -> str:
+    """The spark-submit options that give a Spark Connect server (or any driver) the plugin."""
+    return "--jars %s --conf %s=%s --conf %s=%s %s" % (
+        bundled_jar_path(), jvm_names.PLUGINS_CONF, PLUGIN_CLASS, jvm_names.QUERY_LISTENERS_CONF,
+        LISTENER_CLASS, " ".join("--conf %s=%s" % kv for kv in PLUGIN_CONFS.items()))
+
+
+def _check_connect_server_has_plugin(session: Any) -> None:
+    """A Spark Connect server started without the jar and plugin cannot run the storage."""
+    plugins = session.conf.get(jvm_names.PLUGINS_CONF, None) or ""
+    if PLUGIN_CLASS not in [p.strip() for p in plugins.split(",")]:
+        raise JarNotOnClasspathError(
+            "The Spark Connect server does not run the spark-checkpoint-storage plugin (its %s "
+            "is %r): the jar and the plugin must be on the server when it starts, a client "
+            "cannot add them. Start the server with %s."
+            % (jvm_names.PLUGINS_CONF, plugins, _server_options()))
 
 
 def _append_list(options: Dict[str, Any], key: str, value: str) -> str:
@@ -410,19 +433,72 @@ def configure_spark_with_checkpoint_storage(builder: Any,
         raise ClassicSessionRequiredException(
             "configure_spark_with_checkpoint_storage needs a classic SparkSession builder: the "
             "jar and the plugin must be on the Spark Connect server when it starts. Start the "
-            "server with --jars %s --conf spark.plugins=%s --conf "
-            "spark.sql.streaming.streamingQueryListeners=%s %s, then set the storage on the "
-            "Connect session with get_checkpoint_config(spark)."
-            % (bundled_jar_path(), PLUGIN_CLASS, LISTENER_CLASS,
-               " ".join("--conf %s=%s" % kv for kv in PLUGIN_CONFS.items())))
+            "server with %s, then set the storage on the Connect session with "
+            "get_checkpoint_config(spark)." % _server_options())
+    _check_running_jvm_has_jar()
     options = getattr(builder, "_options", {})
-    builder = builder.config("spark.jars", _append_list(options, "spark.jars", bundled_jar_path()))
-    builder = builder.config("spark.plugins", _append_list(options, "spark.plugins", PLUGIN_CLASS))
-    builder = builder.config("spark.sql.streaming.streamingQueryListeners", _append_list(
-        options, "spark.sql.streaming.streamingQueryListeners", LISTENER_CLASS))
+    builder = builder.config(jvm_names.JARS_CONF,
+                             _append_list(options, jvm_names.JARS_CONF, bundled_jar_path()))
+    builder = builder.config(jvm_names.PLUGINS_CONF,
+                             _append_list(options, jvm_names.PLUGINS_CONF, PLUGIN_CLASS))
+    builder = builder.config(jvm_names.QUERY_LISTENERS_CONF, _append_list(
+        options, jvm_names.QUERY_LISTENERS_CONF, LISTENER_CLASS))
     for key, value in PLUGIN_CONFS.items():
         if key not in options:
             builder = builder.config(key, value)
     if storage is not None:
         get_checkpoint_config(builder).set_checkpoint_storage(storage)
+    _guard_get_or_create(builder)
     return builder
+
+
+def _check_running_jvm_has_jar() -> None:
+    """
+    A Python process launches its driver JVM once, with the classpath of its first session:
+    a session built later in the same process (a notebook, a test suite) runs in that JVM,
+    and ``spark.jars`` cannot put the jar on a driver that already runs. Refuse before
+    ``getOrCreate()`` fails deep inside ``JavaSparkContext`` with a ``ClassNotFoundException``.
+    """
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None or jvm_has_jar(gateway):
+        return
+    jar = bundled_jar_path()
+    raise JarNotOnClasspathError(
+        "This Python process already runs a Spark driver JVM, started by an earlier "
+        "SparkSession without the spark-checkpoint-storage jar, and a JVM's classpath is fixed "
+        "when it starts: a session built in it cannot load %s. Start a new Python process "
+        "(restart the notebook kernel) and build the session with "
+        "configure_spark_with_checkpoint_storage before any other, or launch Python with the "
+        "jar on the driver's classpath: PYSPARK_SUBMIT_ARGS='--jars %s pyspark-shell', "
+        "spark-submit --jars %s, or spark.jars=%s on the first session." % (
+            PLUGIN_CLASS, jar, jar, jar))
+
+
+def _guard_get_or_create(builder: Any) -> None:
+    """
+    Makes ``builder.getOrCreate()`` check the running JVM for the jar first, and raise a
+    setting of this package that the driver refuses at start-up (a wrong static setting)
+    as this package's error, naming the setting, instead of py4j's error about
+    ``JavaSparkContext``.
+    """
+    original = builder.getOrCreate
+    if getattr(original, "_spark_checkpoint_storage", False):
+        return
+
+    @functools.wraps(original)
+    def get_or_create() -> Any:
+        from py4j.protocol import Py4JJavaError
+
+        _check_running_jvm_has_jar()
+        try:
+            return original()
+        except Py4JJavaError as e:
+            converted = convert_jvm_exception(e)
+            if isinstance(converted, CheckpointStorageException):
+                raise converted from None
+            raise
+
+    get_or_create._spark_checkpoint_storage = True  # type: ignore[attr-defined]
+    builder.getOrCreate = get_or_create

@@ -9,6 +9,7 @@ or :func:`spark_checkpoint_storage.configure_spark_with_checkpoint_storage`.
 from abc import ABCMeta
 from typing import Any, Optional
 
+from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import jvm_errors
 from spark_checkpoint_storage.java_gateway import get_gateway
 
@@ -19,14 +20,11 @@ __all__ = [
     "CustomCheckpointStorage",
 ]
 
-_JVM_PACKAGE = "io.sparkcheckpointstorage.storage"
+_JVM_PACKAGE = jvm_names.JVM_PACKAGE + ".storage"
 
 
 def _jvm_class(gateway: Any, name: str) -> Any:
-    cls = gateway.jvm
-    for part in ("%s.%s" % (_JVM_PACKAGE, name)).split("."):
-        cls = getattr(cls, part)
-    return cls
+    return jvm_names.jvm_class(gateway.jvm, "%s.%s" % (_JVM_PACKAGE, name))
 
 
 def _normalize_path(gateway: Any, path: str) -> str:

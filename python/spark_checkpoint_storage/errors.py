@@ -17,9 +17,12 @@ Example:
     CHECKPOINT_STORAGE.INVALID_ARGUMENT
 """
 import functools
+import inspect
 from typing import Any, Callable, Dict, Optional, Type, TypeVar
 
 from pyspark.errors import PySparkException
+
+from spark_checkpoint_storage import jvm_names
 
 __all__ = [
     "CheckpointStorageException",
@@ -35,6 +38,10 @@ __all__ = [
     "convert_jvm_exception",
     "jvm_errors",
 ]
+
+
+# pyspark 4 names an error's condition `errorClass` and lets a message go with it; 3.5 does not.
+_PYSPARK_4_ERRORS = "errorClass" in inspect.signature(PySparkException.__init__).parameters
 
 
 class CheckpointStorageException(PySparkException):
@@ -53,10 +60,34 @@ class CheckpointStorageException(PySparkException):
             parameters["javaClass"] = java_class
         if java_stack_trace is not None:
             parameters["javaStackTrace"] = java_stack_trace
-        super().__init__(message=message, errorClass=self.CONDITION,
-                         messageParameters=parameters)
+        self._parameters = parameters
+        if _PYSPARK_4_ERRORS:
+            super().__init__(message=message, errorClass=self.CONDITION,
+                             messageParameters=parameters)
+        else:
+            # pyspark 3.5 takes a message or an error class with parameters, never both.
+            super().__init__(message=message)
+            self.error_class = self.CONDITION
+            self.message_parameters = parameters
+        self._text = message
         self.java_class = java_class
         self.java_stack_trace = java_stack_trace
+
+    def getCondition(self) -> str:
+        """The kind of error, such as ``CHECKPOINT_STORAGE.INVALID_ARGUMENT``."""
+        return self.CONDITION
+
+    def getErrorClass(self) -> str:
+        """PySpark's older name of :meth:`getCondition`."""
+        return self.CONDITION
+
+    def getMessageParameters(self) -> Dict[str, str]:
+        """The message and, for errors raised in the JVM, its class and stack trace."""
+        return dict(self._parameters)
+
+    def getMessage(self) -> str:
+        """The condition and the message: ``[CHECKPOINT_STORAGE.INVALID_ARGUMENT] Invalid ...``."""
+        return "[%s] %s" % (self.CONDITION, self._text)
 
     def getSqlState(self) -> Optional[str]:
         return None
@@ -122,11 +153,13 @@ class ClassicSessionRequiredException(CheckpointStorageException, RuntimeError):
 
 # JVM exception classes, most specific first, and the Python error each becomes.
 _JAVA_TO_PYTHON = [
-    ("io.sparkcheckpointstorage.savepoint.SavepointException", SavepointException),
-    ("io.sparkcheckpointstorage.migration.MigrationException", MigrationException),
-    ("io.sparkcheckpointstorage.storage.StateSizeLimitException", StateSizeLimitException),
+    (jvm_names.JVM_PACKAGE + ".storage.IllegalCheckpointStorageArgumentException",
+     IllegalCheckpointStorageArgumentException),
+    (jvm_names.JVM_PACKAGE + ".savepoint.SavepointException", SavepointException),
+    (jvm_names.JVM_PACKAGE + ".migration.MigrationException", MigrationException),
+    (jvm_names.JVM_PACKAGE + ".storage.StateSizeLimitException", StateSizeLimitException),
     # Packs and state files alike (their JVM classes share this parent).
-    ("io.sparkcheckpointstorage.storage.CorruptCheckpointException", CorruptCheckpointException),
+    (jvm_names.JVM_PACKAGE + ".storage.CorruptCheckpointException", CorruptCheckpointException),
     ("java.io.FileNotFoundException", CheckpointNotFoundException),
     ("java.lang.IllegalArgumentException", IllegalCheckpointStorageArgumentException),
     ("java.lang.IllegalStateException", CheckpointStateException),
@@ -135,7 +168,7 @@ _JAVA_TO_PYTHON = [
 
 # Our own JVM errors: found anywhere in a chain of causes, they say what went wrong better
 # than the generic Spark errors wrapped around them (a failed task, a failed query).
-_OWN_PACKAGE = "io.sparkcheckpointstorage."
+_OWN_PACKAGE = jvm_names.JVM_PACKAGE + "."
 
 
 def convert_jvm_exception(error: BaseException) -> BaseException:
@@ -168,15 +201,20 @@ def convert_jvm_exception(error: BaseException) -> BaseException:
         java = error._origin  # type: ignore[attr-defined]
     else:
         return error
+    return _from_java(_own_cause(java), fallback=error)
+
+
+def _from_java(java: Any, fallback: Any = None) -> Any:
+    """The Python error of the JVM error ``java`` (its class decides which), carrying its
+    message, class and stack trace; ``fallback`` when the JVM can no longer be asked."""
     try:
-        java = _own_cause(java)
         java_class = str(java.getClass().getName())
         message = java.getMessage()
         message = str(message) if message is not None else java_class
         stack = str(java.toString()) + "".join(
             "\n\tat %s" % str(e) for e in list(java.getStackTrace())[:20])
     except Exception:  # the JVM is gone: keep what py4j printed
-        return error
+        return fallback
     kind: Type[CheckpointStorageException] = CheckpointStorageException
     for name, python_class in _JAVA_TO_PYTHON:
         if _is_instance(java, name):
@@ -236,3 +274,50 @@ def jvm_errors(fn: F) -> F:
             raise converted from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# Spark wraps what a JVM method called by reflection throws (a checkpoint file manager is
+# created so): the error of ours is its cause.
+_REFLECTION_WRAPPERS = ("java.lang.reflect.InvocationTargetException",
+                        "java.lang.reflect.UndeclaredThrowableException")
+
+
+def _own_error(java: Any) -> Any:
+    """``java`` when it is an error of this package (itself, or behind a reflection wrapper),
+    else None. Errors Spark wraps in its own (a failed task, a failed query) stay Spark's:
+    their message already carries our words."""
+    try:
+        while str(java.getClass().getName()) in _REFLECTION_WRAPPERS and java.getCause() is not None:
+            java = java.getCause()
+        return java if _is_own(java) else None
+    except Exception:
+        return None
+
+
+def _install_pyspark_conversion() -> None:
+    """
+    Makes PySpark raise this package's errors for the JVM errors of this package: a wrong
+    setting refused when a query starts (``writeStream.start()``) reaches Python as
+    :class:`IllegalCheckpointStorageArgumentException`, not as PySpark's generic
+    ``IllegalArgumentException``. Every other JVM error is converted by PySpark as before.
+    Called once, when the package is imported.
+    """
+    try:
+        from pyspark.errors.exceptions import captured
+    except ImportError:  # a pyspark without the module: its own conversion stays
+        return
+    original = getattr(captured, "convert_exception", None)
+    if original is None or getattr(original, "_spark_checkpoint_storage", False):
+        return
+
+    @functools.wraps(original)
+    def convert_exception(e: Any) -> Any:
+        own = _own_error(e)
+        if own is not None:
+            converted = _from_java(own)
+            if converted is not None:
+                return converted
+        return original(e)
+
+    convert_exception._spark_checkpoint_storage = True  # type: ignore[attr-defined]
+    captured.convert_exception = convert_exception

@@ -9,7 +9,9 @@ Also on the command line: ``python -m spark_checkpoint_storage inspect <checkpoi
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
+from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import ClassicSessionRequiredException, jvm_errors
+from spark_checkpoint_storage.jvm_names import jvm_class
 
 __all__ = ["CheckpointInspection", "inspect_checkpoint"]
 
@@ -263,5 +265,5 @@ def inspect_checkpoint(query_or_checkpoint_location: Any) -> CheckpointInspectio
     """
     location, session = _checkpoint_of(query_or_checkpoint_location)
     jvm, conf = _jvm_and_conf(session)
-    text = jvm.io.sparkcheckpointstorage.inspection.CheckpointInspector.inspectJson(location, conf)
+    text = jvm_class(jvm, jvm_names.INSPECTOR_CLASS).inspectJson(location, conf)
     return CheckpointInspection(json.loads(text))

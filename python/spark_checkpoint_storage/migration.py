@@ -5,14 +5,22 @@ checkpoint and keeps it on every restart; :func:`migrate` writes a new checkpoin
 is written by another provider, from which the query resumes on that provider with exactly
 the results the original checkpoint would have given.
 
-Also on the command line: ``python -m spark_checkpoint_storage migrate SRC DST --to heap``.
+With ``num_partitions``, the new checkpoint's state is redistributed over that many
+partitions (Flink: restoring a savepoint at a new parallelism), each row in the partition
+where the resumed query's shuffle sends its key.
+
+Also on the command line: ``python -m spark_checkpoint_storage migrate SRC DST --to heap
+[--partitions N]``.
 """
 import json
-from typing import Any, Dict, List, Optional
+import threading
+import uuid
+from typing import Any, Callable, Dict, List, Optional
 
 from spark_checkpoint_storage.errors import MigrationException, jvm_errors
 
-__all__ = ["migrate", "MigrationResult", "TARGET_PROVIDERS", "MIGRATION_MANIFEST"]
+__all__ = ["migrate", "MigrationResult", "MigrationProgress", "TARGET_PROVIDERS",
+           "MIGRATION_MANIFEST"]
 
 #: Short names of the providers a migration writes with (``to=``), and their classes.
 TARGET_PROVIDERS: Dict[str, str] = {
@@ -28,8 +36,9 @@ MIGRATION_MANIFEST = "_migration"
 class MigrationResult(object):
     """
     What :func:`migrate` wrote: the new checkpoint's ``path``, the migrated ``batch_id``, the
-    ``source_provider`` and ``target_provider`` classes, ``num_partitions``, per operator and
-    store the rows written (``operators``), the total ``rows``, and the new checkpoint's
+    ``source_provider`` and ``target_provider`` classes, ``num_partitions`` (the new
+    checkpoint's) and ``source_num_partitions``, per operator and store the rows written
+    (``operators``, with ``rowsPerPartition``), the total ``rows``, and the new checkpoint's
     ``files`` and ``bytes``, and the ``seconds`` it took.
     """
 
@@ -40,6 +49,7 @@ class MigrationResult(object):
         self.source_provider: str = data["sourceProvider"]
         self.target_provider: str = data["targetProvider"]
         self.num_partitions: int = int(data["numPartitions"])
+        self.source_num_partitions: int = int(data.get("sourceNumPartitions", self.num_partitions))
         self.operators: List[Dict[str, Any]] = list(data["operators"])
         self.rows: int = int(data["rows"])
         self.files: int = int(data["files"])
@@ -53,6 +63,60 @@ class MigrationResult(object):
         return ("MigrationResult(path=%r, batch_id=%d, %s -> %s, rows=%d, bytes=%d, seconds=%.1f)"
                 % (self.path, self.batch_id, self.source_provider.rsplit(".", 1)[-1],
                    self.target_provider.rsplit(".", 1)[-1], self.rows, self.bytes, self.seconds))
+
+
+class MigrationProgress(object):
+    """
+    How far a running :func:`migrate` is, as passed to its ``progress`` callback: the
+    ``phase``, the stores written (``stores_done`` of ``stores_total``, over all operators),
+    the store being written (``operator_id``, ``operator_name``, ``store``) with its
+    ``partitions_written`` of ``partitions``, and the ``rows_written`` so far.
+    """
+
+    def __init__(self, data: Dict[str, Any]):
+        self.phase: str = data["phase"]
+        self.stores_done: int = int(data["storesDone"])
+        self.stores_total: int = int(data["storesTotal"])
+        self.rows_written: int = int(data["rowsWritten"])
+        self.operator_id: Optional[int] = data.get("operatorId")
+        self.operator_name: Optional[str] = data.get("operatorName")
+        self.store: Optional[str] = data.get("store")
+        self.partitions_written: Optional[int] = data.get("partitionsWritten")
+        self.partitions: Optional[int] = data.get("partitions")
+
+    def __str__(self) -> str:
+        text = "stores %d/%d, %d rows written" % (self.stores_done, self.stores_total,
+                                                  self.rows_written)
+        if self.store is not None:
+            text += "; operator %s (%s) store %s: partitions %d/%d" % (
+                self.operator_id, self.operator_name, self.store, self.partitions_written,
+                self.partitions)
+        return "%s (%s)" % (text, self.phase)
+
+
+class _ProgressPoller(threading.Thread):
+    """Polls the JVM for a migration's progress and hands each change to ``callback``."""
+
+    def __init__(self, jvm: Any, progress_id: str, callback: Callable[[MigrationProgress], None],
+                 interval: float):
+        super().__init__(name="spark-checkpoint-storage-migration-progress", daemon=True)
+        self._progress = jvm.io.sparkcheckpointstorage.migration.MigrationProgress
+        self._id = progress_id
+        self._callback = callback
+        self._interval = interval
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        last = None
+        while not self._done.wait(self._interval):
+            text = self._progress.snapshot(self._id)
+            if text is not None and text != last:
+                last = text
+                self._callback(MigrationProgress(json.loads(text)))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
 
 
 def _local_session() -> Any:
@@ -69,7 +133,9 @@ def _local_session() -> Any:
 
 @jvm_errors
 def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] = None,
-            spark: Any = None) -> MigrationResult:
+            num_partitions: Optional[int] = None, spark: Any = None,
+            progress: Optional[Callable[[MigrationProgress], None]] = None,
+            progress_interval: float = 1.0) -> MigrationResult:
     """
     Migrates the checkpoint of a stopped streaming query to another state store provider.
 
@@ -79,8 +145,15 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     those of the source up to that batch, its state is written by the provider ``to`` as the
     version that batch produced, and its offset log records that provider, so that a query
     started with ``checkpointLocation`` set to ``target`` resumes on it and gives exactly the
-    results that resuming the source would have given. The number of shuffle (state)
-    partitions stays the source's. The source is never modified.
+    results that resuming the source would have given. The source is never modified.
+
+    With ``num_partitions``, the state of every stateful operator is redistributed over that
+    many partitions: each row goes to the partition where the resumed query's shuffle sends
+    its key (Spark's hash partitioning of the operator's keys), and the new checkpoint's
+    offset log and operator metadata record the new number, so the resumed query runs with
+    it whatever ``spark.sql.shuffle.partitions`` its session sets. The rows move
+    executor to executor through a Spark shuffle; the driver holds none of them. Without it,
+    the number of partitions stays the source's.
 
     The state is written as plain files: a session with either checkpoint storage of this
     package, or none, resumes the target. The target is written into a hidden sibling
@@ -92,7 +165,16 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     Works for aggregations, ``dropDuplicates``, ``dropDuplicatesWithinWatermark``,
     stream-stream joins, ``flatMapGroupsWithState`` / ``applyInPandasWithState`` and session
     windows, from and to Spark's ``HDFSBackedStateStoreProvider`` and
-    ``RocksDBStateStoreProvider`` and ours. Needs Spark 4.2 or later.
+    ``RocksDBStateStoreProvider`` and ours, on every Spark line (3.5-4.1: to ``heap`` or
+    ``hdfs`` only; Spark's RocksDB provider opens a store empty at a version only from 4.2).
+
+    Rescaling a query's state to 32 partitions, with the same provider:
+    ::
+
+        >>> result = migrate("/checkpoints/q1", "/checkpoints/q1-32", to="heap",  # doctest: +SKIP
+        ...                  num_partitions=32, progress=print)
+        >>> result.source_num_partitions, result.num_partitions  # doctest: +SKIP
+        (8, 32)
 
     Example:
     ::
@@ -111,13 +193,20 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     :param to: the provider to write with: ``"heap"`` (ours), ``"hdfs"``, ``"rocksdb"``, or a
                provider class name on the classpath.
     :param batch_id: the committed batch to migrate; default the last committed one.
+    :param num_partitions: the number of state partitions of the new checkpoint (>= 1);
+                           default the source's.
     :param spark: the classic ``SparkSession`` to run the migration job on; default the active
                   one, else a local session with this package's jar (stopped afterwards).
+    :param progress: called with a :class:`MigrationProgress` whenever the migration moves on
+                     (checked every ``progress_interval`` seconds, from another thread).
+    :param progress_interval: seconds between two checks of the progress.
     :return: a :class:`MigrationResult`.
     :raises MigrationException: for a batch that is not committed, an operator or provider that
                                 cannot be read or written (named), a target inside the source
-                                or not empty, state checkpoint format version 2, or Spark
-                                before 4.2.
+                                or not empty, state checkpoint format version 2, a
+                                ``rocksdb`` target before Spark 4.2, ``num_partitions`` below
+                                1, or an operator whose partitioning cannot be told from its
+                                state (named).
     """
     if batch_id is not None and (not isinstance(batch_id, int) or batch_id < 0):
         raise MigrationException("batch_id must be a committed batch id (an int >= 0), got %r"
@@ -125,6 +214,11 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     if not isinstance(to, str) or not to.strip():
         raise MigrationException("to must name a provider (%s, or a class name), got %r"
                                  % (", ".join(sorted(TARGET_PROVIDERS)), to))
+    if num_partitions is not None and (isinstance(num_partitions, bool)
+                                       or not isinstance(num_partitions, int)
+                                       or num_partitions < 1):
+        raise MigrationException("num_partitions must be a number of partitions (an int >= 1), "
+                                 "got %r" % (num_partitions,))
     own_session = None
     if spark is None:
         from pyspark.sql import SparkSession
@@ -141,8 +235,18 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
             "spark_checkpoint_storage migrate).")
     try:
         jvm = spark._jvm
-        text = jvm.io.sparkcheckpointstorage.migration.Migration.migrate(
-            spark._jsparkSession, source, target, to, -1 if batch_id is None else batch_id)
+        progress_id = None if progress is None else str(uuid.uuid4())
+        poller = None if progress is None else _ProgressPoller(jvm, progress_id, progress,
+                                                               progress_interval)
+        if poller is not None:
+            poller.start()
+        try:
+            text = jvm.io.sparkcheckpointstorage.migration.Migration.migrate(
+                spark._jsparkSession, source, target, to, -1 if batch_id is None else batch_id,
+                num_partitions, progress_id)
+        finally:
+            if poller is not None:
+                poller.stop()
         return MigrationResult(json.loads(text))
     finally:
         if own_session is not None:

@@ -7,8 +7,10 @@ import json
 import uuid
 from typing import Any, Optional
 
+from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import SavepointException, jvm_errors
 from spark_checkpoint_storage.inspection import _checkpoint_of, _jvm_and_conf
+from spark_checkpoint_storage.jvm_names import jvm_class
 
 __all__ = ["savepoint", "SAVEPOINT_MANIFEST", "SAVEPOINT_FORMATS"]
 
@@ -23,21 +25,21 @@ SAVEPOINT_MANIFEST = "_savepoint"
 def _default_target(jvm: Any, conf: Any, location: str, query_id: Optional[str]) -> str:
     """``<savepoint path of the session's storage>/savepoint-<query id prefix>-<random>``."""
     j_map = jvm.java.util.HashMap()
-    props = conf.getPropsWithPrefix("spark.sql.streaming.checkpointStorage")
+    props = conf.getPropsWithPrefix(jvm_names.PREFIX)
     for key in props.keySet():
-        j_map.put("spark.sql.streaming.checkpointStorage" + key, props.get(key))
-    location_key = "spark.sql.streaming.checkpointLocation"
+        j_map.put(jvm_names.PREFIX + key, props.get(key))
+    location_key = jvm_names.SPARK_CHECKPOINT_LOCATION
     if conf.get(location_key) is not None:
         j_map.put(location_key, conf.get(location_key))
     lookup = jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
-    storage = jvm.io.sparkcheckpointstorage.storage.CheckpointStorageLoader.load(
+    storage = jvm_class(jvm, jvm_names.STORAGE_LOADER_CLASS).load(
         lookup, jvm.scala.Option.apply(location))
     directory = storage.getSavepointPath()
     if directory is None:
         raise SavepointException(
             "No savepoint directory: the checkpoint storage %s has none. Pass target=..., or set "
-            "spark.sql.streaming.checkpointStorage.savepointPath (or give the storage a "
-            "checkpoint path, whose savepoints/ folder is then used)." % storage.toString())
+            "%s (or give the storage a checkpoint path, whose savepoints/ folder is then used)."
+            % (storage.toString(), jvm_names.SAVEPOINT_PATH))
     name = "savepoint-%s%s" % ((query_id or "")[:6] + "-" if query_id else "", uuid.uuid4().hex[:12])
     return str(directory).rstrip("/") + "/" + name
 
@@ -104,7 +106,7 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
     jvm, conf = _jvm_and_conf(j_session)
     if target is None:
         target = _default_target(jvm, conf, location, _query_id(query_or_checkpoint_location))
-    result = json.loads(jvm.io.sparkcheckpointstorage.savepoint.Savepoints.create(
+    result = json.loads(jvm_class(jvm, jvm_names.SAVEPOINTS_CLASS).create(
         location, target, -1 if batch_id is None else batch_id, conf))
     return str(result["path"])
 
@@ -131,7 +133,7 @@ def _canonical(query_or_location: Any, location: str, j_session: Any, target: Op
         jvm, conf = _jvm_and_conf(j_session)
         if target is None:
             target = _default_target(jvm, conf, location, _query_id(query_or_location))
-        result = json.loads(jvm.io.sparkcheckpointstorage.migration.CanonicalSavepoints.create(
+        result = json.loads(jvm_class(jvm, jvm_names.CANONICAL_SAVEPOINTS_CLASS).create(
             j_session, location, target, -1 if batch_id is None else batch_id))
         return str(result["path"])
     finally:

@@ -17,8 +17,6 @@ import org.apache.spark.sql.types.StructType
  * which lets the target provider write the source's batch as its first version.
  */
 object MigrationSparkApi {
-  def supported: Boolean = true
-
   private def classicSession(spark: SparkSession): classic.SparkSession = spark match {
     case s: classic.SparkSession => s
     case other => throw new MigrationException(s"A migration runs on a classic SparkSession, not ${other.getClass.getName} (Spark Connect).")
@@ -27,6 +25,9 @@ object MigrationSparkApi {
   def sqlConf(spark: SparkSession): SQLConf = classicSession(spark).sessionState.conf.clone()
 
   def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
+
+  /** Every provider opens a store empty at any version from 4.2. */
+  def checkWritable(targetProvider: String): Unit = ()
 
   def internalRows(df: DataFrame): RDD[InternalRow] =
     df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd

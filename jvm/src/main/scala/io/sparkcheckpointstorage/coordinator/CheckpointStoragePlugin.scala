@@ -5,7 +5,7 @@ import java.util.{Collections, Map => JMap}
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 
-import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
+import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
  * Puts the checkpoint coordinator on the driver and connects executors to it
@@ -27,8 +27,11 @@ class CheckpointStoragePlugin extends SparkPlugin {
       // A jar of another Spark line would fail at the first stateful batch with an
       // AbstractMethodError: fail at start instead, naming the right artifact.
       io.sparkcheckpointstorage.BuildInfo.checkSparkLine()
-      val key = CheckpointStorageOptions.DriverMaxTotalInlineSize
-      val maxHeld = sc.getConf.getOption(key).map(CheckpointStorageOptions.parseBytes(key, _))
+      // Every setting of ours is checked here, when the session starts, as Flink checks a
+      // storage's configuration: a wrong value fails the start, naming the setting.
+      CheckpointStorageSettings.validateAtStartup(sc.getConf.getAll)
+      val maxHeld = sc.getConf.getOption(CheckpointStorageOptions.DriverMaxTotalInlineSize)
+        .map(CheckpointStorageSettings.DriverMaxTotalInlineSizeSetting.parse)
         .getOrElse(Runtime.getRuntime.maxMemory / 4)
       coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
       endpoint = new CoordinatorEndpoint(coordinator)

@@ -1,14 +1,12 @@
 package io.sparkcheckpointstorage.coordinator
 
-import java.util.Locale
-
 import org.apache.hadoop.fs.Path
 
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.streaming.StreamingQueryListener
 
 import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
+import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
  * Tells the coordinator when a query ends, so that its driver memory is freed, and with
@@ -20,12 +18,7 @@ class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryList
   import CheckpointStorageQueryListener._
 
   private val deleteOnCancellation: Boolean = conf.getOption(CheckpointStorageOptions.ExternalizedCleanup)
-    .map(_.trim.toUpperCase(Locale.ROOT)) match {
-    case None | Some(RetainOnCancellation) => false
-    case Some(DeleteOnCancellation) => true
-    case Some(other) => throw new IllegalArgumentException(s"${CheckpointStorageOptions.ExternalizedCleanup} " +
-      s"must be $RetainOnCancellation or $DeleteOnCancellation, got '$other'")
-  }
+    .map(CheckpointStorageSettings.ExternalizedCleanupSetting.parse).contains(DeleteOnCancellation)
 
   override def onQueryStarted(event: StreamingQueryListener.QueryStartedEvent): Unit = ()
   override def onQueryProgress(event: StreamingQueryListener.QueryProgressEvent): Unit = ()

@@ -5,7 +5,7 @@ import java.util.concurrent.{CompletableFuture, ExecutionException, LinkedBlocki
 import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
-import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
+import io.sparkcheckpointstorage.storage.CheckpointStorageSettings
 
 /**
  * Carries one executor's coordinator requests to the driver, the requests of concurrent tasks
@@ -117,17 +117,8 @@ final class RequestBatcher(send: Array[Byte] => AnyRef, maxBatchBytes: Int = Req
 object RequestBatcher {
   /** About 64 average state files: large enough to carry every task of an executor at once. */
   val DefaultMaxBatchBytes: Int = 1 << 20
-  /** Far below a message's limit: a batch is one message, and its replies another. */
-  val MaxMaxBatchBytes: Int = 64 << 20
 
   /** The batch size set by `...checkpointStorage.executor.maxRequestBatchSize`, checked. */
-  def maxBatchBytes(setting: Option[String]): Int = {
-    val key = CheckpointStorageOptions.ExecutorMaxRequestBatchSize
-    val bytes = setting.map(CheckpointStorageOptions.parseBytes(key, _)).getOrElse(DefaultMaxBatchBytes.toLong)
-    if (bytes < 0 || bytes > MaxMaxBatchBytes) {
-      throw new IllegalArgumentException(s"$key must be between 0 (each request on its own) and 64m, " +
-        s"got '${setting.getOrElse("")}'")
-    }
-    bytes.toInt
-  }
+  def maxBatchBytes(setting: Option[String]): Int =
+    setting.map(CheckpointStorageSettings.ExecutorMaxRequestBatchSizeSetting.parseInt).getOrElse(DefaultMaxBatchBytes)
 }

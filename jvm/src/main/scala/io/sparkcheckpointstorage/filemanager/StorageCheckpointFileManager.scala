@@ -3,8 +3,11 @@ package io.sparkcheckpointstorage.filemanager
 import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.nio.file.Files
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, Path, PathFilter, PositionedReadable, Seekable}
+import org.apache.spark.TaskContext
 
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
@@ -12,7 +15,8 @@ import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDat
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames}
-import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader}
+import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
+  IllegalCheckpointStorageArgumentException}
 
 /**
  * The raw-bytes storage of checkpoints (Flink: `CheckpointStreamFactory`), set with
@@ -26,6 +30,7 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLo
  * tell the difference.
  */
 class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
+  import StorageCheckpointFileManager._
 
   /** The storage serving the query whose checkpoint is `root`. */
   private def storageFor(root: String): CheckpointStorage = {
@@ -115,10 +120,34 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def isLocal: Boolean = CheckpointFiles.isLocal(path)
 
+  /**
+   * Spark asks the file manager of a query's checkpoint root for its directory when the query
+   * starts, on the thread that starts it and before the first batch is planned: the moment to
+   * check the session's settings of this package, so that a wrong one fails `start()` naming
+   * the setting instead of the first batch's commit on an executor.
+   */
   override def createCheckpointDirectory(): Path = {
+    val root = qualified(path).toString
+    // Executors never ask for a checkpoint directory; a driver without the coordinator
+    // would fail the first batch's commit instead, on an executor.
+    if (TaskContext.get() == null && CheckpointCoordinator.driverInstance.isEmpty) {
+      throw new IllegalCheckpointStorageArgumentException(s"The checkpoint file manager of " +
+        s"spark-checkpoint-storage ($FileManagerConf=${getClass.getName}) runs without its " +
+        s"coordinator: spark.plugins does not name ${CheckpointStoragePlugin.ClassName}. Start " +
+        s"Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (a static setting; the " +
+        "Python helper configure_spark_with_checkpoint_storage sets it), or unset " +
+        s"$FileManagerConf to use Spark's own file manager.")
+    }
+    cachedStorage = CheckpointStorageSettings.validateForQuery(
+      hadoopConf.iterator().asScala.map(e => e.getKey -> e.getValue).toSeq, root)
+    cachedRoot = root
     mkdirs(path)
     path
   }
+}
+
+private object StorageCheckpointFileManager {
+  val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
 }
 
 /** An in-memory file, readable where Hadoop expects a seekable stream. */

@@ -120,7 +120,8 @@ object CanonicalSavepoints {
   }
 
   /** Restores the canonical savepoint at `savepoint` into a new checkpoint at `target` written by `to`; JSON as a migration's. */
-  def restore(spark: SparkSession, savepoint: String, target: String, to: String, batchId: Long): String = {
+  def restore(spark: SparkSession, savepoint: String, target: String, to: String, batchId: Long,
+      options: WriteOptions = WriteOptions()): String = {
     val started = System.nanoTime()
     val conf = MigrationSparkApi.hadoopConf(spark)
     val manifest = this.manifest(savepoint, conf).getOrElse(throw new MigrationException(
@@ -134,7 +135,7 @@ object CanonicalSavepoints {
     val stores = manifest.get("operators").elements().asScala.flatMap { op =>
       op.get("stores").elements().asScala.map(s => (op.get("operatorId").asLong(), s.get("name").asText()) -> s)
     }.toMap
-    Migration.writeCheckpoint(spark, layout, target, targetProvider, conf, started,
+    Migration.writeCheckpoint(spark, layout, target, targetProvider, conf, started, options,
         Map("canonicalSavepoint" -> layout.root)) { (op, store) =>
       val s = stores.getOrElse((op.id, store.name), throw new MigrationException(
         s"The canonical savepoint $savepoint has no rows of store ${store.name} of operator ${op.id}."))
@@ -146,9 +147,13 @@ object CanonicalSavepoints {
         val df = spark.read.parquet(dir.toString).select("key", "value", "partition_id")
         MigrationSparkApi.internalRows(df)
       } else spark.sparkContext.emptyRDD[InternalRow]
-      // Partition p's rows to task p: an int key p < n hashes to p.
-      val byPartition = rows.map(r => (r.getInt(2), r.copy())).partitionBy(new HashPartitioner(n)).values
-      StoreRows(byPartition, keySchema, valueSchema, 0, 1, 2)
+      if (options.numPartitions.isDefined) {
+        StoreRows(rows, keySchema, valueSchema, 0, 1, 2) // placed anew by the rescale
+      } else {
+        // Partition p's rows to task p: an int key p < n hashes to p.
+        val byPartition = rows.map(r => (r.getInt(2), r.copy())).partitionBy(new HashPartitioner(n)).values
+        StoreRows(byPartition, keySchema, valueSchema, 0, 1, 2)
+      }
     }
   }
 }

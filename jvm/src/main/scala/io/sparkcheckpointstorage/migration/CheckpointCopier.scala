@@ -14,11 +14,21 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
  * provider: Spark takes the provider of a resumed query from there.
  */
 object CheckpointCopier {
-  private val ProviderEntry =
-    ("(\"" + java.util.regex.Pattern.quote(CheckpointLayout.ProviderConf) + "\"\\s*:\\s*\")([^\"]*)(\")").r
+  private val ProviderEntry = confEntry(CheckpointLayout.ProviderConf)
 
-  /** Copies into `target` (a directory on `targetFs`); returns (files, bytes). */
-  def copy(layout: CheckpointLayout, targetFs: FileSystem, target: Path, targetProvider: String): (Int, Long) = {
+  private val OperatorMetadata = """^state/\d+/_metadata/metadata$""".r
+  private val StoreNumPartitions = "(\"numPartitions\"\\s*:\\s*)\\d+".r
+
+  private def confEntry(key: String) =
+    ("(\"" + java.util.regex.Pattern.quote(key) + "\"\\s*:\\s*\")([^\"]*)(\")").r
+
+  /**
+   * Copies into `target` (a directory on `targetFs`); returns (files, bytes). With
+   * `numPartitions`, every offset log entry and Spark's operator metadata record that number
+   * of state partitions instead of the source's (Spark's own repartition does the same).
+   */
+  def copy(layout: CheckpointLayout, targetFs: FileSystem, target: Path, targetProvider: String,
+      numPartitions: Option[Int] = None): (Int, Long) = {
     var files = 0
     var bytes = 0L
     // Under state/ only Spark's operator metadata and schema files: the state itself is the
@@ -28,9 +38,16 @@ object CheckpointCopier {
       val content = layout.reader.read(e).getOrElse(throw new MigrationException(
         s"${e.relPath} of the checkpoint ${layout.root} disappeared while the migration copied it " +
           "(a running query deletes files it no longer needs); stop the query and migrate again."))
-      val out = if (e.relPath.startsWith(CheckpointPaths.Offsets + "/")) {
-        recordProvider(new String(content, StandardCharsets.UTF_8), targetProvider).getBytes(StandardCharsets.UTF_8)
-      } else content
+      def text = new String(content, StandardCharsets.UTF_8)
+      val out = e.relPath match {
+        case rel if rel.startsWith(CheckpointPaths.Offsets + "/") =>
+          val entry = recordProvider(text, targetProvider)
+          numPartitions.fold(entry)(recordPartitions(entry, _)).getBytes(StandardCharsets.UTF_8)
+        case OperatorMetadata() if numPartitions.isDefined =>
+          StoreNumPartitions.replaceAllIn(text, m => Matcher.quoteReplacement(m.group(1) + numPartitions.get))
+            .getBytes(StandardCharsets.UTF_8)
+        case _ => content
+      }
       val stream = targetFs.create(new Path(target, e.relPath), false)
       try stream.write(out) finally stream.close()
       files += 1
@@ -42,4 +59,10 @@ object CheckpointCopier {
   /** The offset log entry with `targetProvider` as the state store provider of the query. */
   def recordProvider(entry: String, targetProvider: String): String =
     ProviderEntry.replaceAllIn(entry, m => Matcher.quoteReplacement(m.group(1) + targetProvider + m.group(3)))
+
+  /** The offset log entry with `numPartitions` as the query's shuffle and state partitions. */
+  def recordPartitions(entry: String, numPartitions: Int): String =
+    Seq(CheckpointLayout.ShufflePartitionsConf, CheckpointLayout.StatePartitionsConf).foldLeft(entry) { (e, key) =>
+      confEntry(key).replaceAllIn(e, m => Matcher.quoteReplacement(m.group(1) + numPartitions + m.group(3)))
+    }
 }

@@ -38,15 +38,27 @@ final class CheckpointLayout private (
 
   def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackFiles.DirName + "/"))
 
+  /**
+   * Refuses a checkpoint whose offset log does not record its number of partitions: a
+   * rescaled checkpoint records the new one there, and Spark takes it from there on restart.
+   */
+  def requireRecordedPartitions(): Unit = if (!offsetConf.contains(CheckpointLayout.ShufflePartitionsConf)) {
+    throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
+      s"${CheckpointLayout.ShufflePartitionsConf}: this checkpoint was written by a Spark too old to rescale.")
+  }
+
   /** The number of state partitions (Spark's `spark.sql.shuffle.partitions` when the query started). */
   def numPartitions: Int = operators.flatMap(_.stores.map(_.numPartitions)).headOption
-    .orElse(offsetConf.get("spark.sql.shuffle.partitions").map(_.toInt))
+    .orElse(offsetConf.get(CheckpointLayout.ShufflePartitionsConf).map(_.toInt))
     .getOrElse(throw new MigrationException(s"Cannot tell the number of state partitions of $root."))
 }
 
 object CheckpointLayout {
   val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
   val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+  val ShufflePartitionsConf = "spark.sql.shuffle.partitions"
+  /** Spark 4.1+: the state partitions, recorded apart from the (then changeable) shuffle partitions. */
+  val StatePartitionsConf = "spark.sql.streaming.internal.stateStore.partitions"
   private val OperatorMetadata = """^state/(\d+)/_metadata/metadata$""".r
   private val OperatorMetadataV2 = """^state/(\d+)/_metadata/v2/.*$""".r
   private val mapper = new ObjectMapper()

@@ -44,12 +44,27 @@ object Migration {
    * provider class). Returns JSON: `path`, `batchId`, `sourceProvider`, `targetProvider`,
    * `operators` (with rows per store), `rows`, `files`, `bytes`, `seconds`.
    */
-  def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long): String = {
+  def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long): String =
+    migrate(spark, source, target, to, batchId, null, null)
+
+  /**
+   * As above; with `numPartitions` (null: unchanged) the state of every operator is
+   * redistributed over that many partitions ([[StatePartitioning]], [[StateRowsShuffle]]) and
+   * the resumed query runs with them. `progressId` (null: none) names the migration for
+   * [[MigrationProgress.snapshot]] while it runs.
+   */
+  def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long,
+      numPartitions: java.lang.Integer, progressId: String): String = {
     val started = System.nanoTime()
+    val rescale = Option(numPartitions).map(_.intValue)
+    rescale.filter(_ < 1).foreach { n =>
+      throw new MigrationException(s"The number of partitions to rescale to must be at least 1, not $n.")
+    }
     val conf = MigrationSparkApi.hadoopConf(spark)
+    val options = WriteOptions(rescale, Option(progressId))
     // A canonical savepoint restores through the same writer, its rows read from parquet.
     if (CanonicalSavepoints.manifest(source, conf).isDefined) {
-      return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId))
+      return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId, options))
     }
     val layout = CheckpointLayout.read(source, batchId, conf)
     val targetProvider = TargetProvider.resolve(to)
@@ -61,7 +76,7 @@ object Migration {
         "configure_spark_with_checkpoint_storage does).")
     }
     inJobGroup(spark) { _ =>
-      writeCheckpoint(spark, layout, target, targetProvider, conf, started) { (op, store) =>
+      writeCheckpoint(spark, layout, target, targetProvider, conf, started, options) { (op, store) =>
         StateRowsReader.read(spark, layout.root, op.id, store.name, layout.batchId)
       }
     }
@@ -79,12 +94,18 @@ object Migration {
       targetProvider: String,
       conf: Configuration,
       started: Long,
+      options: WriteOptions,
       extra: Map[String, Any] = Map.empty)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
     if (targetProvider == TargetProvider.Hdfs &&
         layout.offsetConf.get(RowChecksumConf).exists(_.trim.equalsIgnoreCase("true"))) {
       throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
         s"($RowChecksumConf=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
         "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
+    }
+    MigrationSparkApi.checkWritable(targetProvider)
+    if (options.numPartitions.isDefined) {
+      layout.operators.foreach(op => op.stores.foreach(StatePartitioning.requireRescalable(op, _)))
+      layout.requireRecordedPartitions()
     }
     val dst = TargetLocation.prepare(layout.root, target, conf)
     val fs = dst.fs
@@ -101,19 +122,34 @@ object Migration {
       writeConf.set(FileManagerConf, classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
       val serializableConf = new SerializableConfiguration(writeConf)
       val stateRoot = new Path(temp, "state").toString
-      val written = for (op <- layout.operators; store <- op.stores) yield {
-        val rows = rowsOf(op, store)
-        StateRowsWriter.write(rows.rows, rows.keyIndex, rows.valueIndex, rows.partitionIndex,
-          rows.keySchema, rows.valueSchema, stateRoot, op.id, store, layout.batchId, targetProvider, storeConf,
-          serializableConf)
+      val stores = layout.operators.map(_.stores.size).sum
+      val (written, files, bytes) = MigrationProgress.track(options.progressId, spark.sparkContext, stores) { progress =>
+        val written = for (op <- layout.operators; store <- op.stores) yield {
+          val read = rowsOf(op, store)
+          val (rows, targetStore) = options.numPartitions match {
+            case Some(n) =>
+              val hashed = StatePartitioning.hashedKeyFields(op, store, read.keySchema)
+              (StateRowsShuffle.redistribute(read, hashed, n), store.copy(numPartitions = n))
+            case None => (read, store)
+          }
+          progress.startStore(op.id, op.name, store.name, targetStore.numPartitions)
+          val w = StateRowsWriter.write(rows.rows, rows.keyIndex, rows.valueIndex, rows.partitionIndex,
+            rows.keySchema, rows.valueSchema, stateRoot, op.id, targetStore, layout.batchId, targetProvider,
+            storeConf, serializableConf, progress)
+          progress.finishStore()
+          w
+        }
+        progress.finishing()
+        val (files, bytes) = CheckpointCopier.copy(layout, fs, temp, targetProvider, options.numPartitions)
+        (written, files, bytes)
       }
-      val (files, bytes) = CheckpointCopier.copy(layout, fs, temp, targetProvider)
       val result = new JMap[String, Any]()
       result.put("source", layout.root)
       result.put("batchId", layout.batchId)
       result.put("sourceProvider", layout.sourceProvider)
       result.put("targetProvider", targetProvider)
-      result.put("numPartitions", layout.numPartitions)
+      result.put("numPartitions", options.numPartitions.getOrElse(layout.numPartitions))
+      result.put("sourceNumPartitions", layout.numPartitions)
       val operators = new JList[Any]()
       layout.operators.foreach { op =>
         val o = new JMap[String, Any]()
@@ -196,6 +232,12 @@ object Migration {
     try out.write(text.getBytes(StandardCharsets.UTF_8)) finally out.close()
   }
 }
+
+/**
+ * What a migration changes besides the provider: the number of state partitions to
+ * redistribute the state over (none: the source's), and the id its progress is polled by.
+ */
+final case class WriteOptions(numPartitions: Option[Int] = None, progressId: Option[String] = None)
 
 /**
  * Where a migration writes: a target outside the source, not yet holding anything, and the

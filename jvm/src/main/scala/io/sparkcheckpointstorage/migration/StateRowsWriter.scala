@@ -58,7 +58,8 @@ object StateRowsWriter {
       batchId: Long,
       targetProvider: String,
       storeConf: StateStoreConf,
-      hadoopConf: SerializableConfiguration): WrittenStore = {
+      hadoopConf: SerializableConfiguration,
+      progress: MigrationProgress): WrittenStore = {
     if (rows.getNumPartitions != store.numPartitions) {
       throw new MigrationException(s"Store ${store.name} of operator $operatorId has " +
         s"${store.numPartitions} partitions in its metadata but ${rows.getNumPartitions} were read.")
@@ -68,6 +69,8 @@ object StateRowsWriter {
     val storeName = store.name
     val prefix = store.numColsPrefixKey
     val codec = storeConf.compressionCodec
+    val partitionsWritten = progress.partitionsWritten
+    val rowsWritten = progress.rowsWritten
     val counts = rows.mapPartitions { it =>
       val partition = TaskContext.getPartitionId()
       val keyProjection = UnsafeProjection.create(keySchema)
@@ -93,6 +96,8 @@ object StateRowsWriter {
           n += 1
         }
         sink.commit()
+        partitionsWritten.add(1)
+        rowsWritten.add(n)
       } catch {
         case e: Throwable =>
           try sink.abort() catch { case s: Throwable => e.addSuppressed(s) }

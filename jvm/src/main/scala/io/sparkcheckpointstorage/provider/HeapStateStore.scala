@@ -160,7 +160,8 @@ private[provider] final class HeapStateStore(
 
   /**
    * Makes the changes durable and applies them. A failure is Spark's
-   * `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT` naming this store, caused by what failed.
+   * `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT` naming this store, caused by what failed, whose
+   * words follow Spark's in the message.
    */
   override def commit(): Long = {
     checkWritable("commit")
@@ -168,7 +169,7 @@ private[provider] final class HeapStateStore(
       // A storage limit says which setting to raise: the user sees it as it is, not as the
       // cause of a generic commit failure.
       case e: StateSizeLimitException => throw e
-      case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e)
+      case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e, HeapStateStore.reason(e))
     }
     newVersion = version + 1
     state = Committed
@@ -233,4 +234,15 @@ private[provider] object HeapStateStore {
   case object Committed extends State("committed")
   case object Aborted extends State("aborted")
   case object Released extends State("released")
+
+  /**
+   * What a failed commit's user should read: the words of the first error of this package in
+   * the chain (they name the file or setting), else those of `e`.
+   */
+  def reason(e: Throwable): String = {
+    val own = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20)
+      .find(_.getClass.getName.startsWith("io.sparkcheckpointstorage."))
+    val chosen = own.getOrElse(e)
+    Option(chosen.getMessage).getOrElse(chosen.getClass.getName)
+  }
 }

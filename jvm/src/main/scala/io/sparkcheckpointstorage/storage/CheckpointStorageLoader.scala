@@ -46,28 +46,31 @@ object CheckpointStorageLoader {
     name.toLowerCase(java.util.Locale.ROOT) match {
       case DriverCheckpointStorage.Name | "jobmanager" => DriverCheckpointStorage().configure(conf)
       case FileSystemCheckpointStorage.Name =>
-        val path = dir.getOrElse(throw new IllegalArgumentException(
-          s"$Storage=filesystem needs a checkpoint directory: set $CheckpointPath (or " +
-            s"$SparkCheckpointLocation)"))
+        val path = dir.getOrElse(CheckpointStorageSettings.StorageName.refuse(name,
+          s"the file system storage needs a checkpoint directory: set $CheckpointPath, " +
+            s"$SparkCheckpointLocation, or the query's checkpointLocation"))
         FileSystemCheckpointStorage(path).configure(conf)
       case _ => fromClass(name, conf)
     }
 
-  private def fromClass(className: String, conf: String => Option[String]): CheckpointStorage = {
+  /** The class named in [[CheckpointStorageOptions.Storage]], loaded, or the error saying what is allowed. */
+  def storageClass(className: String): Class[_] = {
     val loader = Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)
     val cls = try Class.forName(className, true, loader) catch {
-      case e: ClassNotFoundException => throw new IllegalArgumentException(
-        s"Cannot load the checkpoint storage '$className' set in $Storage: use 'driver', " +
-          "'filesystem', or the name of a class on the classpath implementing " +
-          s"${classOf[CheckpointStorageFactory].getName}", e)
+      case e: ClassNotFoundException =>
+        CheckpointStorageSettings.StorageName.refuse(className, "no such class on the classpath", e)
     }
-    cls.getDeclaredConstructor().newInstance() match {
+    if (!classOf[CheckpointStorageFactory].isAssignableFrom(cls) && !classOf[CheckpointStorage].isAssignableFrom(cls)) {
+      CheckpointStorageSettings.StorageName.refuse(className, "the class implements neither")
+    }
+    cls
+  }
+
+  private def fromClass(className: String, conf: String => Option[String]): CheckpointStorage =
+    storageClass(className).getDeclaredConstructor().newInstance() match {
       case f: CheckpointStorageFactory => f.createFromConfig(conf)
       case s: CheckpointStorage => s.configure(conf)
-      case other => throw new IllegalArgumentException(s"The class '$className' set in $Storage is " +
-        s"neither a ${classOf[CheckpointStorageFactory].getName} nor a ${classOf[CheckpointStorage].getName}")
     }
-  }
 
   private def default(conf: String => Option[String], dir: Option[String]): CheckpointStorage =
     dir match {

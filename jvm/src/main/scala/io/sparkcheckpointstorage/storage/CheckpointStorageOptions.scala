@@ -1,7 +1,5 @@
 package io.sparkcheckpointstorage.storage
 
-import org.apache.spark.network.util.JavaUtils
-
 /**
  * The configuration keys of the checkpoint storages. They are SQL confs
  * (`spark.sql.streaming...`), so Spark copies session values into the Hadoop configuration
@@ -37,11 +35,4 @@ object CheckpointStorageOptions {
 
   /** Spark's default checkpoint root of queries. */
   val SparkCheckpointLocation = "spark.sql.streaming.checkpointLocation"
-
-  /** Sizes as Spark writes them: `20k`, `5m`, `1048576`. */
-  def parseBytes(key: String, value: String): Long =
-    try JavaUtils.byteStringAsBytes(value.trim) catch {
-      case e: NumberFormatException => throw new IllegalArgumentException(
-        s"$key must be a size such as 20k, 5m or 1048576, got '$value'", e)
-    }
 }

@@ -63,7 +63,7 @@ final class DriverCheckpointStorage private (
   override def configure(conf: String => Option[String]): DriverCheckpointStorage =
     new DriverCheckpointStorage(
       checkpointPathOpt.orElse(conf(CheckpointPath)),
-      maxStateSizeOpt.orElse(conf(MaxStateSize).map(v => toInt(MaxStateSize, parseBytes(MaxStateSize, v)))),
+      maxStateSizeOpt.orElse(conf(MaxStateSize).map(CheckpointStorageSettings.MaxStateSizeSetting.parseInt)),
       savepointPathOpt.orElse(conf(SavepointPath)))
 
   override def toConf: Map[String, String] =
@@ -92,9 +92,4 @@ object DriverCheckpointStorage {
   def apply(checkpointPath: Option[String] = None, maxStateSize: Option[Int] = None,
       savepointPath: Option[String] = None): DriverCheckpointStorage =
     new DriverCheckpointStorage(checkpointPath, maxStateSize, savepointPath)
-
-  private[storage] def toInt(key: String, v: Long): Int = {
-    if (v > Int.MaxValue) throw new IllegalArgumentException(s"$key is too large: $v bytes")
-    v.toInt
-  }
 }

@@ -64,10 +64,8 @@ final class FileSystemCheckpointStorage private (
   override def configure(conf: String => Option[String]): FileSystemCheckpointStorage =
     new FileSystemCheckpointStorage(
       checkpointPathValue,
-      thresholdOpt.orElse(conf(FileStateSizeThreshold).map(v =>
-        DriverCheckpointStorage.toInt(FileStateSizeThreshold, parseBytes(FileStateSizeThreshold, v)))),
-      writeBufferSizeOpt.orElse(conf(WriteBufferSize).map(v =>
-        DriverCheckpointStorage.toInt(WriteBufferSize, parseBytes(WriteBufferSize, v)))),
+      thresholdOpt.orElse(conf(FileStateSizeThreshold).map(CheckpointStorageSettings.FileStateSizeThresholdSetting.parseInt)),
+      writeBufferSizeOpt.orElse(conf(WriteBufferSize).map(CheckpointStorageSettings.WriteBufferSizeSetting.parseInt)),
       savepointPathOpt.orElse(conf(SavepointPath)))
 
   override def toConf: Map[String, String] =

@@ -77,6 +77,27 @@ class MigrationSuite extends AnyFunSuite {
     assert(CheckpointLayout.parseOffsetConf(rewritten, "x")(CheckpointLayout.ProviderConf) == TargetProvider.Heap)
   }
 
+  test("a rescale records the new number of partitions as shuffle and (4.1+) state partitions") {
+    val entry = offsets(hdfs, ",\"spark.sql.streaming.internal.stateStore.partitions\":\"4\"")
+    val conf = CheckpointLayout.parseOffsetConf(CheckpointCopier.recordPartitions(entry, 11), "x")
+    assert(conf(CheckpointLayout.ShufflePartitionsConf) == "11")
+    assert(conf(CheckpointLayout.StatePartitionsConf) == "11")
+    assert(conf(CheckpointLayout.ProviderConf) == hdfs)
+  }
+
+  test("the key fields each operator's shuffle hashes, and an unknown operator refused by name") {
+    val key = new StructType().add("a", LongType).add("b", LongType).add("c", LongType)
+    def fields(op: String, store: String = "default", prefix: Int = 0): Int =
+      StatePartitioning.hashedKeyFields(OperatorLayout(0, op, Nil), StoreLayout(store, prefix, 4), key)
+    Seq("stateStoreSave", "dedupe", "dedupeWithinWatermark", "flatMapGroupsWithState", "applyInPandasWithState")
+      .foreach(op => assert(fields(op) == 3, op))
+    assert(fields("symmetricHashJoin", "left-keyToNumValues") == 3)
+    assert(fields("symmetricHashJoin", "right-keyWithIndexToValue") == 2)
+    assert(fields("sessionWindowStateStoreSaveExec", prefix = 2) == 2)
+    assert(refused(fields("transformWithStateExec")).contains("Operator 0 (transformWithStateExec, store default) cannot be rescaled"))
+    assert(refused(fields("sessionWindowStateStoreSaveExec")).contains("cannot be rescaled"))
+  }
+
   test("targets: inside or around the source, not empty, or left by a killed migration") {
     val root = checkpoint(1)
     val source = new Path(root.toUri).toString.stripSuffix("/")

@@ -281,6 +281,9 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(e.getMessage.contains("HeapStateStore"), e.getMessage)
     assert(e.getMessage.contains("operatorId=0") && e.getMessage.contains("partitionId=0"), e.getMessage)
     assert(e.getCause.getMessage.contains("Failed to rename"), e.getCause.getMessage)
+    // What failed is in the message itself, on the line after Spark's: a failed query shows
+    // this message, not its causes.
+    assert(e.getMessage.linesIterator.toSeq(1).contains("Failed to rename"), e.getMessage)
     assert(!s.hasCommitted)
     s.abort()
     p.close()

@@ -22,8 +22,8 @@ object StateStoreErrorsBridge {
       "updated state operation, please create a new checkpoint location or clear the existing " +
       s"checkpoint location.\n$detail")
 
-  /** A store's commit failed; `store` names it. */
-  def commitFailed(store: String, cause: Throwable): Throwable =
+  /** A store's commit failed; `store` names it, `reason` says what failed. */
+  def commitFailed(store: String, cause: Throwable, reason: String): Throwable =
     new SparkException(s"Error writing state store files for provider $store. Cannot perform " +
-      s"commit during state checkpoint: $cause", cause)
+      s"commit during state checkpoint.\n$reason", cause)
 }

@@ -32,7 +32,17 @@ object StateStoreErrorsBridge {
       spark.getMessageParameters.asScala.toMap, Array.empty[QueryContext])
   }
 
-  /** `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`: a store's commit failed; `store` names it. */
-  def commitFailed(store: String, cause: Throwable): Throwable =
-    QueryExecutionErrors.failedToCommitStateFileError(store, cause)
+  /**
+   * `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`: a store's commit failed; `store` names it.
+   * Spark's message says only that the commit failed, and a failed query shows the message
+   * of this exception, not its causes: `reason` (what failed: a state file over the storage's
+   * limit, a pack that cannot be written) follows on its own line.
+   */
+  def commitFailed(store: String, cause: Throwable, reason: String): Throwable =
+    QueryExecutionErrors.failedToCommitStateFileError(store, cause) match {
+      case spark: SparkException =>
+        new SparkException(s"${spark.getMessage}\n$reason", cause, Option(spark.getCondition),
+          spark.getMessageParameters.asScala.toMap, Array.empty[QueryContext])
+      case other => other
+    }
 }

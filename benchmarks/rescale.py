@@ -1,0 +1,166 @@
+"""
+W6: rescaling a query's state (``migrate(..., num_partitions=N)``) against Spark 4.2+'s own
+offline repartition (``StreamingCheckpointManager.repartition``) on the same RocksDB
+checkpoint, and against re-running the query from scratch over the same input at the new
+number of partitions.
+
+Shape: 1M keys in 8 state partitions, rescaled to 32. The query is the workloads' one
+(``groupBy(key).agg(count, sum)``, update mode, noop sink, one parquet file per trigger); its
+history is ``--files`` input files, each every key once (benchmarks/migration.py's inputs).
+The source checkpoint is written by Spark's RocksDB provider on Spark's file manager (Spark's
+repartition reads RocksDB checkpoints only). Then, each step in this one driver (``local[2]``,
+1 GiB driver heap unless ``--driver-memory``), one after the other:
+
+- ours: ``migrate(SRC, DST, to="rocksdb", num_partitions=32)``, and the same into ``heap``;
+- Spark: ``spark._streamingCheckpointManager.repartition(COPY, 32)`` on a copy of SRC (it
+  rewrites the checkpoint in place);
+- re-run: a new query at 32 partitions on RocksDB over all the input files from scratch.
+
+For each: wall time, and the driver's peak heap while it ran above the heap after a GC before
+it (``MemoryMXBean`` sampled every 50 ms). Ratios against Spark's repartition and the re-run
+are printed; absolute times drift on shared machines. A benchmark, never a test.
+
+    .venv/bin/python benchmarks/rescale.py                           # 1M keys, 8 -> 32
+    .venv/bin/python benchmarks/rescale.py --keys 100000 --files 1
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from typing import Callable, Dict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from migration import PROVIDERS, SPARK_FILE_MANAGER, run_query, size_of, write_inputs  # noqa: E402
+
+
+class HeapPeak(object):
+    """The driver JVM's heap in use, sampled every ``interval`` seconds while a step runs."""
+
+    def __init__(self, spark, interval: float = 0.05):
+        self._jvm = spark._jvm
+        self._interval = interval
+
+    def _used(self) -> int:
+        return int(self._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+                   .getHeapMemoryUsage().getUsed())
+
+    def measure(self, step: Callable[[], None]) -> Dict[str, float]:
+        self._jvm.java.lang.System.gc()
+        time.sleep(0.5)
+        base = self._used()
+        peak = [base]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(self._interval):
+                peak[0] = max(peak[0], self._used())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        started = time.time()
+        try:
+            step()
+        finally:
+            seconds = time.time() - started
+            done.set()
+            sampler.join()
+        return {"seconds": seconds, "heap_base_mb": base / 2 ** 20,
+                "heap_peak_above_base_mb": (peak[0] - base) / 2 ** 20}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--to-partitions", type=int, default=32)
+    parser.add_argument("--files", type=int, default=2, help="input files (batches) of the history")
+    parser.add_argument("--driver-memory", default="1g")
+    parser.add_argument("--workdir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                          "results", "rescale"))
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+    from spark_checkpoint_storage.migration import migrate
+
+    work = args.workdir
+    n = args.to_partitions
+    inputs = write_inputs(os.path.join(work, "inputs-%dk-%d" % (args.keys // 1000, args.files)),
+                          args.keys, args.files)
+    for name in ("src", "spark", "ours-rocksdb", "ours-heap", "rerun", "source"):
+        shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+    builder = (SparkSession.builder.master("local[2]").appName("rescale-benchmark")
+               .config("spark.driver.memory", args.driver_memory)
+               .config("spark.sql.shuffle.partitions", args.partitions)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    heap = HeapPeak(spark)
+
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", PROVIDERS["rocksdb"])
+    spark.conf.set("spark.sql.streaming.checkpointFileManagerClass", SPARK_FILE_MANAGER)
+    src = os.path.join(work, "src")
+    source_seconds = run_query(spark, inputs, os.path.join(work, "source"), src)
+    print("[1/5] source: %d keys, %d partitions, %d batches on RocksDB in %.1f s, checkpoint %s"
+          % (args.keys, args.partitions, len(inputs), source_seconds, size_of(src)), flush=True)
+    steps = {}
+
+    def progress(p):
+        print("      %s" % p, flush=True)
+
+    for i, target in enumerate(["rocksdb", "heap"], 2):
+        dst = os.path.join(work, "ours-" + target)
+        out = {}
+
+        def ours():
+            out["result"] = migrate(src, dst, to=target, num_partitions=n, spark=spark,
+                                    progress=progress, progress_interval=2.0)
+
+        steps["ours-" + target] = heap.measure(ours)
+        assert out["result"].rows == args.keys, out["result"]
+        print("[%d/5] ours -> %s at %d: %.1f s, driver heap peak +%.0f MiB"
+              % (i, target, n, steps["ours-" + target]["seconds"],
+                 steps["ours-" + target]["heap_peak_above_base_mb"]), flush=True)
+
+    copy = os.path.join(work, "spark")
+    shutil.copytree(src, copy)
+    steps["spark"] = heap.measure(
+        lambda: spark._streamingCheckpointManager.repartition(copy, n, False))
+    print("[4/5] Spark's repartition to %d: %.1f s, driver heap peak +%.0f MiB"
+          % (n, steps["spark"]["seconds"], steps["spark"]["heap_peak_above_base_mb"]), flush=True)
+
+    spark.conf.set("spark.sql.shuffle.partitions", n)
+    rerun = os.path.join(work, "rerun")
+    steps["rerun"] = heap.measure(
+        lambda: run_query(spark, inputs, os.path.join(work, "source"), rerun))
+    print("[5/5] re-run at %d from scratch: %.1f s, driver heap peak +%.0f MiB"
+          % (n, steps["rerun"]["seconds"], steps["rerun"]["heap_peak_above_base_mb"]), flush=True)
+    version = spark.version
+    spark.stop()
+
+    print()
+    print("Spark %s, %d keys, %d -> %d partitions, history of %d batches"
+          % (version, args.keys, args.partitions, n, len(inputs)))
+    print("%-22s %9s %13s %15s %13s" % ("step", "seconds", "vs Spark's", "vs re-run",
+                                        "heap peak MiB"))
+    for name, s in steps.items():
+        print("%-22s %9.1f %12.2fx %14.2fx %13.0f" % (
+            name, s["seconds"], s["seconds"] / steps["spark"]["seconds"],
+            s["seconds"] / steps["rerun"]["seconds"], s["heap_peak_above_base_mb"]))
+    results = {"spark": version, "keys": args.keys, "partitions": args.partitions,
+               "to_partitions": n, "files": len(inputs), "source_seconds": source_seconds,
+               "steps": steps}
+    path = os.path.join(work, "rescale-results.json")
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    print("results: %s" % path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+package io.sparkcheckpointstorage.migration
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The Spark 4.0-4.1 members a migration uses: a classic session's conf and rows, and a
+ * target store written without `getStore(loadEmpty)`, which these lines lack
+ * ([[OwnStoreWriter]]).
+ */
+object MigrationSparkApi {
+  private def classicSession(spark: SparkSession): classic.SparkSession = spark match {
+    case s: classic.SparkSession => s
+    case other => throw new MigrationException(s"A migration runs on a classic SparkSession, not ${other.getClass.getName} (Spark Connect).")
+  }
+
+  def sqlConf(spark: SparkSession): SQLConf = classicSession(spark).sessionState.conf.clone()
+
+  def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
+
+  def internalRows(df: DataFrame): RDD[InternalRow] =
+    df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd
+
+  def checkWritable(targetProvider: String): Unit = OwnStoreWriter.checkWritable(targetProvider)
+
+  def openEmptyStore(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      numColsPrefixKey: Int, storeConf: StateStoreConf, hadoopConf: Configuration,
+      version: Long): (StateStoreProvider, StateStore) =
+    OwnStoreWriter.openEmptyStore(storeId, keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf, version)
+}

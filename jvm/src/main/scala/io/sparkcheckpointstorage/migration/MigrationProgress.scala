@@ -1,0 +1,70 @@
+package io.sparkcheckpointstorage.migration
+
+import java.util.{LinkedHashMap => JMap}
+import java.util.concurrent.ConcurrentHashMap
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.SparkContext
+import org.apache.spark.util.LongAccumulator
+
+/**
+ * How far a running migration is, for a caller that polls it from another thread (the
+ * Python API and the command line): the stores of all operators, the store being written,
+ * its partitions written and the rows written so far. Partitions and rows are counted by
+ * accumulators, so they advance as each partition's task finishes.
+ */
+final class MigrationProgress private[migration] (sc: SparkContext, val totalStores: Int) {
+  @volatile private var storesDone = 0
+  @volatile private var current: Option[(Long, String, String, Int)] = None
+  @volatile private var rowsBefore = 0L
+  @volatile private var phase = "reading the checkpoint"
+  private[migration] val partitionsWritten: LongAccumulator = sc.longAccumulator("migration partitions written")
+  private[migration] val rowsWritten: LongAccumulator = sc.longAccumulator("migration rows written")
+
+  private[migration] def startStore(operatorId: Long, operatorName: String, store: String, partitions: Int): Unit = {
+    partitionsWritten.reset()
+    current = Some((operatorId, operatorName, store, partitions))
+    phase = "writing state"
+  }
+
+  private[migration] def finishStore(): Unit = {
+    rowsBefore += rowsWritten.value
+    rowsWritten.reset()
+    partitionsWritten.reset()
+    storesDone += 1
+    current = None
+  }
+
+  private[migration] def finishing(): Unit = phase = "copying the logs and publishing"
+
+  def json: String = {
+    val m = new JMap[String, Any]()
+    m.put("phase", phase)
+    m.put("storesDone", storesDone)
+    m.put("storesTotal", totalStores)
+    m.put("rowsWritten", rowsBefore + rowsWritten.value)
+    current.foreach { case (op, name, store, partitions) =>
+      m.put("operatorId", op)
+      m.put("operatorName", name)
+      m.put("store", store)
+      m.put("partitionsWritten", partitionsWritten.value)
+      m.put("partitions", partitions)
+    }
+    new ObjectMapper().writeValueAsString(m)
+  }
+}
+
+object MigrationProgress {
+  private val running = new ConcurrentHashMap[String, MigrationProgress]()
+
+  /** The progress of the migration started with `id`, as JSON; null when none runs under it. */
+  def snapshot(id: String): String = Option(running.get(id)).map(_.json).orNull
+
+  /** Runs `body` with a new progress, visible under `id` (if any) while it runs. */
+  private[migration] def track[T](id: Option[String], sc: SparkContext, totalStores: Int)(
+      body: MigrationProgress => T): T = {
+    val progress = new MigrationProgress(sc, totalStores)
+    id.foreach(running.put(_, progress))
+    try body(progress) finally id.foreach(running.remove)
+  }
+}

@@ -1,0 +1,69 @@
+"""Every JVM name the Python package uses (spark_checkpoint_storage.jvm_names) exists in the jar
+and in the running Spark: classes load, setting keys equal the JVM's, the static settings and
+the migration targets are the JVM's own lists."""
+import pytest
+
+from spark_checkpoint_storage import jvm_names
+
+CLASSES = sorted(name for name in dir(jvm_names) if name.endswith("_CLASS"))
+
+
+@pytest.fixture(scope="module")
+def jvm(spark):
+    return spark.sparkContext._jvm
+
+
+def _load(jvm, class_name):
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    return jvm.java.lang.Class.forName(class_name, False, loader)
+
+
+@pytest.mark.parametrize("constant", CLASSES)
+def test_every_class_name_loads(jvm, constant):
+    class_name = getattr(jvm_names, constant)
+    assert _load(jvm, class_name).getName() == class_name
+
+
+def test_spark_file_manager_of_the_running_line_loads(jvm):
+    class_name = jvm_names.spark_file_manager_class()
+    assert _load(jvm, class_name).getName() == class_name
+    spark_version = jvm.org.apache.spark.package.SPARK_VERSION()
+    assert jvm_names.spark_file_manager_class(spark_version) == class_name
+
+
+def test_setting_keys_are_the_jvm_ones(jvm):
+    options = jvm_names.jvm_class(jvm, jvm_names.JVM_PACKAGE + ".storage.CheckpointStorageOptions")
+    ours = {
+        "STORAGE": "Storage", "CHECKPOINT_PATH": "CheckpointPath", "SAVEPOINT_PATH": "SavepointPath",
+        "MAX_STATE_SIZE": "MaxStateSize", "FILE_STATE_SIZE_THRESHOLD": "FileStateSizeThreshold",
+        "WRITE_BUFFER_SIZE": "WriteBufferSize", "EXTERNALIZED_CLEANUP": "ExternalizedCleanup",
+        "DRIVER_MAX_TOTAL_INLINE_SIZE": "DriverMaxTotalInlineSize",
+        "EXECUTOR_MAX_REQUEST_BATCH_SIZE": "ExecutorMaxRequestBatchSize", "APP_PREFIX": "AppPrefix",
+        "SPARK_CHECKPOINT_LOCATION": "SparkCheckpointLocation", "PREFIX": "Prefix",
+    }
+    for python_name, jvm_name in ours.items():
+        assert getattr(jvm_names, python_name) == getattr(options, jvm_name)(), python_name
+    sql = jvm.org.apache.spark.sql.internal.SQLConf
+    assert jvm_names.PROVIDER_CLASS_CONF == sql.STATE_STORE_PROVIDER_CLASS().key()
+    assert jvm_names.FILE_MANAGER_CLASS_CONF == sql.STREAMING_CHECKPOINT_FILE_MANAGER_CLASS().parent().key()
+    assert jvm_names.MIN_BATCHES_TO_RETAIN == sql.MIN_BATCHES_TO_RETAIN().key()
+    assert jvm_names.SPARK_CHECKPOINT_LOCATION == sql.CHECKPOINT_LOCATION().key()
+    static_sql = jvm.org.apache.spark.sql.internal.StaticSQLConf
+    assert jvm_names.QUERY_LISTENERS_CONF == static_sql.STREAMING_QUERY_LISTENERS().key()
+
+
+def test_static_settings_are_the_jvm_ones(jvm):
+    settings = jvm_names.jvm_class(jvm, jvm_names.JVM_PACKAGE + ".storage.CheckpointStorageSettings").all()
+    static = {settings.apply(i).key() for i in range(settings.size()) if settings.apply(i).static()}
+    known = {settings.apply(i).key() for i in range(settings.size())}
+    assert {k for k in jvm_names.STATIC_CONFS if k.startswith(jvm_names.PREFIX)} == static
+    assert {getattr(jvm_names, n) for n in dir(jvm_names)
+            if isinstance(getattr(jvm_names, n), str) and getattr(jvm_names, n).startswith(jvm_names.PREFIX)
+            and not getattr(jvm_names, n).endswith(".")} == known
+
+
+def test_migration_targets_are_the_jvm_ones(jvm):
+    targets = jvm_names.jvm_class(jvm, jvm_names.JVM_PACKAGE + ".migration.TargetProvider").ShortNames()
+    jvm_targets = {k: targets.apply(k) for k in ("heap", "hdfs", "rocksdb")}
+    assert jvm_targets == jvm_names.MIGRATION_TARGETS
+    assert targets.size() == len(jvm_names.MIGRATION_TARGETS)
