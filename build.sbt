@@ -1,16 +1,17 @@
 // spark-checkpoint-storage: the JVM half (state store provider, checkpoint file manager,
 // driver coordinator, checkpoint storages), built against one exact Spark version.
 
-// One sbt project per Spark line (and, for 3.5, per Scala binary): spark35 (Scala 2.12),
-// spark35_213, spark40, spark41, spark42, spark43. Each compiles against its own Spark with
-// that Spark's Scala patch (project/SparkLines.scala), from the shared sources plus the shim
+// One sbt project per Spark line and Scala binary of dev/spark-lines.tsv: spark35 (a line's
+// default Scala), spark35_213, spark40, ... Each compiles against its own Spark with that
+// Spark's Scala patch (project/SparkLines.scala reads the table), from the shared sources plus the shim
 // folders jvm/src/<main|test>/scala-spark-<from>[-<to>] whose range holds its line, into a
 // target folder of its own. `dev/sbt spark35/test`, `dev/sbt spark43/package`, ...
 
-// The pyspark wheel's jars for the line built from them (4.3): `provided`-like, on the
-// compile and test classpaths, never in the pom.
+// The pyspark wheel's jars for the line built from them (jars=wheel in the table): `provided`-like,
+// on the compile and test classpaths, never in the pom.
 val sparkJarsDir: File = sys.env.get("SPARK_JARS_DIR").map(file).getOrElse(
-  file(".venv/lib/python3.11/site-packages/pyspark/jars")).getAbsoluteFile
+  (file(".venv/lib") * "python3*" / "site-packages" / "pyspark" / "jars").get.headOption
+    .getOrElse(file(".venv/lib/python3/site-packages/pyspark/jars"))).getAbsoluteFile
 
 // One version for the jar and the Python package, kept in the Python package.
 val projectVersion = {
@@ -24,17 +25,15 @@ ThisBuild / version := projectVersion
 
 // Spark's operator suites run on our provider (HeapStreamingOperatorSuites.scala and, from 4.2,
 // HeapStreamingJoinSuites.scala) take about 16 minutes in all on 4.3; `test` runs those a
-// line names in `sparkSuitesInCi` (README, "Spark's own suites"), SCS_SPARK_SUITES=all runs
-// every one.
+// line names in the table's `suites` column (README, "Spark's own suites"), SCS_SPARK_SUITES=all
+// runs every one.
 val sparkSuitesAll = sys.env.get("SCS_SPARK_SUITES").contains("all")
 val sparkOperatorSuites = Seq("HeapStreamingAggregationSuite", "HeapStreamingDeduplicationSuite",
   "HeapFlatMapGroupsWithStateSuite", "HeapStreamingInnerJoinSuite", "HeapStreamingOuterJoinSuite",
   "HeapStreamingFullOuterJoinSuite", "HeapStreamingLeftSemiJoinSuite")
   .map("io.sparkcheckpointstorage.provider." + _)
 def sparkSuitesInCi(line: SparkLine): Seq[String] =
-  (if (line.line == "4.3") Seq("HeapStreamingAggregationSuite", "HeapFlatMapGroupsWithStateSuite",
-    "HeapStreamingFullOuterJoinSuite") else Seq("HeapFlatMapGroupsWithStateSuite"))
-  .map("io.sparkcheckpointstorage.provider." + _)
+  line.sparkSuitesInCi.map(s => s"io.sparkcheckpointstorage.provider.Heap${s}Suite")
 
 // Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)
 // come from the line's `tests` jars, intransitive: the Spark main classes on the test
@@ -53,7 +52,7 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
   val id = SparkLines.projectId(line, scalaBinary)
   val repo = file(".").getAbsoluteFile
   Project(id, repo / "target" / "lines" / id).settings(
-    scalaVersion := line.scalaPatches(scalaBinary),
+    scalaVersion := line.scalaPatch(scalaBinary),
     // The Spark line is part of the artifact's name: spark-checkpoint-storage-spark3.5_2.12.
     name := s"spark-checkpoint-storage-spark${line.line}",
     moduleName := name.value,
@@ -111,6 +110,8 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
       "-Xmx3g", "-Xss4m",
       "-Dspark.test.home=" + repo,
       "-Dspark.testing=1",
+      // SparkTestCompat tolerates linkage errors only where the tests jars are of another version.
+      "-Dspark-checkpoint-storage.spark-tests-version=" + line.testVersion,
       "--add-opens=java.base/java.lang=ALL-UNNAMED",
       "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
       "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
@@ -152,12 +153,11 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
   )
 }
 
-lazy val spark35 = lineProject(SparkLines.named("3.5"), "2.12")
-lazy val spark35_213 = lineProject(SparkLines.named("3.5"), "2.13")
-lazy val spark40 = lineProject(SparkLines.named("4.0"), "2.13")
-lazy val spark41 = lineProject(SparkLines.named("4.1"), "2.13")
-lazy val spark42 = lineProject(SparkLines.named("4.2"), "2.13")
-lazy val spark43 = lineProject(SparkLines.named("4.3"), "2.13")
+// Every line's projects, from the table.
+lazy val sparkLines = new CompositeProject {
+  override lazy val componentProjects: Seq[Project] =
+    SparkLines.all.flatMap(line => line.scalaPatches.map { case (binary, _) => lineProject(line, binary) })
+}
 
 // The root builds nothing itself: name a line's project (dev/sbt spark43/test).
 lazy val root = (project in file("."))

@@ -1,32 +1,54 @@
 import java.io.File
 
-/** One Spark minor line the plugin is built for. */
+import scala.io.Source
+
+/** One Spark minor line the plugin is built for: a row of dev/spark-lines.tsv. */
 final case class SparkLine(
     line: String,
     sparkVersion: String,
     /** The version of Spark's `tests` jars its JVM tests use. */
     testVersion: String,
-    /** Scala binary version -> the Scala patch that line's Spark is built with. */
-    scalaPatches: Map[String, String],
-    defaultScala: String,
+    /** Scala binary version -> the Scala patch that line's Spark is built with, default first. */
+    scalaPatches: Seq[(String, String)],
     /** The Java release the jar targets (the oldest Java that line's Spark runs on). */
     javaRelease: String,
     /** Compiled against the pinned pyspark wheel's jars instead of Maven Central's. */
-    fromWheel: Boolean) {
+    fromWheel: Boolean,
+    /** Spark's operator suites (`Heap<name>Suite`) that `test` runs on this line. */
+    sparkSuitesInCi: Seq[String]) {
 
   def number: (Int, Int) = SparkLines.number(line)
+  def defaultScala: String = scalaPatches.head._1
+  def scalaPatch(binary: String): String = scalaPatches.find(_._1 == binary).get._2
 }
 
 object SparkLines {
-  val all: Seq[SparkLine] = Seq(
-    SparkLine("3.5", "3.5.9", "3.5.9", Map("2.12" -> "2.12.18", "2.13" -> "2.13.8"), "2.12", "8", fromWheel = false),
-    SparkLine("4.0", "4.0.4", "4.0.4", Map("2.13" -> "2.13.16"), "2.13", "17", fromWheel = false),
-    SparkLine("4.1", "4.1.3", "4.1.3", Map("2.13" -> "2.13.17"), "2.13", "17", fromWheel = false),
-    SparkLine("4.2", "4.2.0", "4.2.0", Map("2.13" -> "2.13.18"), "2.13", "17", fromWheel = false),
-    // Spark 4.3.0 is on PyPI but not on Maven Central (its metadata stops at 4.2.0 as reached
-    // from here): it compiles against the pinned pyspark wheel's jars, and its tests use
-    // Spark 4.2.0's test classes.
-    SparkLine("4.3", "4.3.0", "4.2.0", Map("2.13" -> "2.13.18"), "2.13", "17", fromWheel = true))
+  /** The table every build and dev script reads the lines from. */
+  val Table = "dev/spark-lines.tsv"
+
+  /** The rows of `table`, oldest line first. */
+  def read(table: File): Seq[SparkLine] = {
+    val source = Source.fromFile(table, "UTF-8")
+    val rows = try source.getLines().toList finally source.close()
+    rows.filterNot(r => r.trim.isEmpty || r.startsWith("#")).map { row =>
+      row.split('\t') match {
+        case Array(line, spark, tests, scala, java, jars, _, _, suites) =>
+          SparkLine(line, spark, tests,
+            scala.split(',').toSeq.map(_.split('=') match {
+              case Array(binary, patch) => binary -> patch
+              case _ => sys.error(s"$table: '$scala' is not <binary>=<patch>[,...]")
+            }),
+            java, jars match {
+              case "wheel" => true
+              case "maven" => false
+              case other => sys.error(s"$table: jars is maven or wheel, not '$other'")
+            }, suites.split(',').toSeq.filter(_.nonEmpty))
+        case _ => sys.error(s"$table: a row has not the 9 tab-separated columns of its header: $row")
+      }
+    }
+  }
+
+  val all: Seq[SparkLine] = read(new File(Table))
 
   def number(v: String): (Int, Int) = {
     val Array(major, minor) = v.split('.')

@@ -215,7 +215,7 @@ class Driver:
     ``provider``, ``file_manager`` (optional), ``storage`` (optional: ``filesystem``, or
     ``driver`` with a checkpoint path, so that its packs persist), ``operators``, ``feed``
     (list of batch numbers, or ``"flush"``), ``kill_executor_after`` (batch numbers: SIGKILL
-    one executor JVM right after writing that file), ``kill_driver_at`` (a batch number: see
+    one executor JVM inside the first batch to run after writing that file), ``kill_driver_at`` (a batch number: see
     :meth:`kill_driver`), ``results`` (write results.json at the end), ``checkpoint_root``
     (optional: a file system URI for the queries' checkpoints and the driver storage's packs,
     e.g. ``hdfs://...`` or ``s3a://...``; default ``<work>``), ``spark_conf`` (optional: more
@@ -245,6 +245,11 @@ class Driver:
         self.kill_armed = threading.Event()
         self.kill_barrier = threading.Barrier(len(self.operators))
         self.killed_batches = {}
+        #: set by the first sink to run once an executor kill is pending (see kill_an_executor):
+        #: the (query, batch id) whose batch is running then
+        self.batch_running = threading.Event()
+        self.running_batch = None
+        self.kill_pending = False
         self.checkpoint_root = spec.get("checkpoint_root") or self.work
 
     def checkpoint(self, op: Operator) -> str:
@@ -324,6 +329,11 @@ class Driver:
         def sink(df, batch_id):
             # One action per batch; written under the batch id, so a re-run batch
             # replaces its own output.
+            if self.kill_pending and not self.batch_running.is_set():
+                # Before the batch's job runs: its tasks, state commits and commit log entry
+                # all come after this point.
+                self.running_batch = (op.name, batch_id)
+                self.batch_running.set()
             rows = as_strings(df, columns)
             tmp = os.path.join(out, ".%d.tmp" % batch_id)
             with open(tmp, "w") as f:
@@ -397,13 +407,25 @@ class Driver:
                 found[argv[argv.index("--executor-id") + 1]] = int(pid)
         return found
 
-    def kill_an_executor(self):
-        """SIGKILL the oldest executor JVM still alive, while this batch runs."""
-        time.sleep(0.5)  # let the queries pick up the file the caller just wrote
+    def arm_executor_kill(self):
+        """Makes the next batch of any query announce itself to :meth:`kill_an_executor`."""
+        self.batch_running.clear()
+        self.running_batch = None
+        self.kill_pending = True
+
+    def kill_an_executor(self, timeout: float = 120):
+        """SIGKILL the oldest executor JVM still alive, once a batch is running (after
+        :meth:`arm_executor_kill`): a query's sink has been called and its job not yet run,
+        so the kill lands inside that batch, never between two."""
+        if not self.batch_running.wait(timeout):
+            raise RuntimeError("no batch started within %d s of arming the executor kill" % timeout)
+        self.kill_pending = False
         pids = self.executor_pids()
         executor_id = min(pids, key=int)
         os.kill(pids[executor_id], signal.SIGKILL)
-        self.log["killed"].append({"executor": executor_id, "pid": pids[executor_id]})
+        query, batch_id = self.running_batch
+        self.log["killed"].append({"executor": executor_id, "pid": pids[executor_id],
+                                   "query": query, "batch": batch_id})
         with open(self.killed_file + ".tmp", "w") as f:
             json.dump(self.log["killed"], f)
         os.rename(self.killed_file + ".tmp", self.killed_file)
@@ -437,6 +459,8 @@ class Driver:
             for b in self.spec["feed"]:
                 if b == self.spec.get("kill_driver_at"):
                     self.kill_armed.set()
+                if b in self.spec.get("kill_executor_after", []):
+                    self.arm_executor_kill()
                 if b == "flush":
                     self.write_file("flush", flush_rows())
                 else:

@@ -170,6 +170,8 @@ def test_executor_killed(scenario_results, provider, name):
     assert killed == ["0", "1"], log  # both executors of the start, one after the other
     for k in log["killed"]:
         assert not os.path.exists("/proc/%d" % k["pid"])
+        # Killed inside a running batch (its sink called, its job not yet run).
+        assert k["query"] in OPERATORS and k["batch"] >= 0, log
     # Spark replaced them: the executors at the end are new ones.
     assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
     check(results, provider, name)

@@ -1,5 +1,6 @@
 """Both checkpoint storages on real streaming queries: where state bytes go, packs, limits,
 restarts, and the errors a user sees."""
+import json
 import os
 import shutil
 
@@ -417,13 +418,13 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
         ends = [json.loads(line) for f in glob.glob(os.path.join(events, "**"), recursive=True)
                 if os.path.isfile(f) for line in open(f)]
         ends = [e for e in ends if e["Event"] == "SparkListenerTaskEnd"]
-        print("RETRIED", sorted((e["Stage ID"], e["Task Info"]["Index"], e["Task Info"]["Attempt"],
-                                 e["Task End Reason"]["Reason"]) for e in ends
-                                if e["Task Info"]["Attempt"] > 0 or
-                                e["Task End Reason"]["Reason"] != "Success"))
+        print("RETRIED", json.dumps(sorted(
+            [e["Stage ID"], e["Task Info"]["Index"], e["Task Info"]["Attempt"],
+             e["Task End Reason"]["Reason"]] for e in ends
+            if e["Task Info"]["Attempt"] > 0 or e["Task End Reason"]["Reason"] != "Success")))
     """ % (str(tmp_path), "filesystem" if own_files else storage, own_files), timeout=600))
     assert "EQUAL True" in out, out
-    retried = eval(out.split("RETRIED ", 1)[1].splitlines()[0])
+    retried = json.loads(out.split("RETRIED ", 1)[1].splitlines()[0])
     stages = {s for s, _, _, _ in retried}
     assert len(stages) == 1 and [(i, a, r) for _, i, a, r in retried] == [
         (0, 0, "ExceptionFailure"), (0, 1, "Success")], retried

@@ -1,16 +1,14 @@
 package io.sparkcheckpointstorage.coordinator
 
-import java.nio.charset.StandardCharsets
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
 import io.sparkcheckpointstorage.packs.{PackCleaner, PackFiles}
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
@@ -22,7 +20,8 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  * query's batch commits it writes the files received since the last commit as one pack
  * under `<checkpoint>/state-packs/`; it serves them back for restores (from heap, or as a
  * range of a pack), rebuilding its index from the packs after a driver restart; and it
- * deletes packs no longer needed.
+ * deletes packs no longer needed. Deleting a whole checkpoint is the query listener's
+ * ([[CheckpointStorageQueryListener]]).
  *
  * One per driver JVM, shared by every query: state is keyed by checkpoint root, so queries
  * never see each other's files. There is no coordinator-wide lock: each root's state has its
@@ -32,7 +31,7 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  * RPC endpoint (one thread), and the driver's file managers (the query threads, and tasks
  * of `local` mode).
  */
-final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long) {
+final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: Long) {
   import CheckpointCoordinator._
 
   private val roots = new ConcurrentHashMap[String, RootSlot]()
@@ -95,7 +94,7 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
       // commits and every request go on meanwhile.
       state.commitLock.synchronized {
         if (!state.markerWritten) {
-          writeMarker(state)
+          StorageMarker.write(state.root, StorageMarker(state.storage, state.persistent, state.keepInHeap), hadoopConf)
           state.markerWritten = true
         }
         if (state.persistent) writePack(state, batchId)
@@ -143,17 +142,13 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   /** Waits for the background deletion of obsolete packs scheduled so far (tests, shutdown). */
   def awaitPackCleanup(timeoutMs: Long): Boolean = cleaner.awaitIdle(timeoutMs)
 
-  /**
-   * A query stopped or failed: free its driver memory and, when it was stopped by the user
-   * and cleanup is `DELETE_ON_CANCELLATION`, delete its checkpoint (Flink's externalized
-   * checkpoint cleanup). Returns the checkpoint roots of the query.
-   */
-  def queryTerminated(queryId: String, stoppedByUser: Boolean, deleteOnCancellation: Boolean): Seq[String] = {
+  /** A query stopped or failed: frees its driver memory. Returns the checkpoint roots of the query. */
+  def queryTerminated(queryId: String): Seq[String] = {
     val candidates = (committedRoots.keySet.asScala ++ roots.keySet.asScala).toSeq
     val mine = candidates.filter { root =>
       val known = Option(committedRoots.get(root)).filter(_.nonEmpty)
       val id = known.getOrElse {
-        val read = RootState.readQueryId(root, hadoopConf)
+        val read = CheckpointPaths.readQueryId(root, hadoopConf)
         committedRoots.replace(root, read)
         read
       }
@@ -162,14 +157,12 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
     mine.foreach { root =>
       release(root)
       committedRoots.remove(root)
-      if (stoppedByUser && deleteOnCancellation) {
-        cleaner.forget(root)
-        CheckpointFiles.deleteRecursively(new Path(root), hadoopConf)
-        log.info(s"Deleted the checkpoint $root of stopped query $queryId (DELETE_ON_CANCELLATION)")
-      }
     }
     mine
   }
+
+  /** Cancels the pack deletions pending for `root`: its whole checkpoint is about to be deleted. */
+  def cancelPackCleanup(root: String): Unit = cleaner.forget(root)
 
   private def slot(root: String): RootSlot = {
     val existing = roots.get(root)
@@ -188,35 +181,25 @@ final class CheckpointCoordinator(hadoopConf: Configuration, maxHeldBytes: Long)
   private def stateOf(root: String): Option[RootState] = slot(root).getOrLoad(loadFromDisk(root))
 
   private def loadFromDisk(root: String): Option[RootState] = {
-    val marker = CheckpointFiles.readSmall(new Path(root, MarkerFile), hadoopConf)
-      .map(b => new String(b, StandardCharsets.UTF_8))
-    marker match {
+    StorageMarker.read(root, hadoopConf) match {
       case None => None
-      case Some(m) if m.linesIterator.contains("persistent=false") =>
-        throw new IllegalStateException(s"The state of the streaming query with checkpoint $root " +
-          "was kept in the heap of the driver only (DriverCheckpointStorage without a checkpoint " +
-          "path) and is gone: the driver restarted or the query was stopped. It cannot resume " +
-          "from this checkpoint. Start it on a new checkpoint location; to make its state " +
-          "survive, give the storage a checkpoint path (DriverCheckpointStorage(checkpoint_path=...), " +
-          s"${CheckpointStorageOptions.CheckpointPath}) or use FileSystemCheckpointStorage.")
-      case Some(m) =>
-        val keepInHeap = m.linesIterator.contains("keepInHeap=true")
-        val storage = m.linesIterator.find(_.startsWith("storage=")).map(_.stripPrefix("storage=")).getOrElse("")
-        Some(RootState.load(root, keepInHeap, storage, hadoopConf))
+      case Some(m) if !m.persistent => throw new IllegalStateException(stateGone(root))
+      case Some(m) => Some(RootState.load(root, m.keepInHeap, m.storage, hadoopConf))
     }
-  }
-
-  private def writeMarker(state: RootState): Unit = {
-    val text = s"storage=${state.storage}\npersistent=${state.persistent}\nkeepInHeap=${state.keepInHeap}\n"
-    CheckpointFiles.writeAtomic(new Path(state.root, MarkerFile), overwrite = true, hadoopConf)(
-      _.write(text.getBytes(StandardCharsets.UTF_8)))
   }
 }
 
 object CheckpointCoordinator {
-  /** Written before a checkpoint's first commit: which storage keeps its state, and whether it persists. */
-  val MarkerFile = "checkpoint-storage"
   private[coordinator] val log = LoggerFactory.getLogger(classOf[CheckpointCoordinator])
+
+  /** Why the state of checkpoint `root`, whose marker says it did not persist, cannot be read. */
+  def stateGone(root: String): String =
+    s"The state of the streaming query with checkpoint $root " +
+      "was kept in the heap of the driver only (DriverCheckpointStorage without a checkpoint " +
+      "path) and is gone: the driver restarted or the query was stopped. It cannot resume " +
+      "from this checkpoint. Start it on a new checkpoint location; to make its state " +
+      "survive, give the storage a checkpoint path (DriverCheckpointStorage(checkpoint_path=...), " +
+      s"${CheckpointStorageOptions.CheckpointPath}) or use FileSystemCheckpointStorage."
 
   /** The coordinator of this JVM when it is the driver (set by the plugin). */
   @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointCoordinator] = None

@@ -1,15 +1,18 @@
 package io.sparkcheckpointstorage.coordinator
 
+import org.apache.hadoop.fs.Path
+
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.streaming.StreamingQueryListener
 
+import io.sparkcheckpointstorage.files.CheckpointFiles
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
- * Tells the coordinator when a query ends, so that its driver memory is freed and, with
- * `spark.sql.streaming.checkpointStorage.externalizedCleanup=DELETE_ON_CANCELLATION`, the
- * checkpoint of a query stopped by the user is deleted. Registered through
- * `spark.sql.streaming.streamingQueryListeners`.
+ * Tells the coordinator when a query ends, so that its driver memory is freed, and with
+ * `spark.sql.streaming.checkpointStorage.externalizedCleanup=DELETE_ON_CANCELLATION` deletes
+ * the checkpoint of a query stopped by the user (Flink's externalized checkpoint cleanup).
+ * Registered through `spark.sql.streaming.streamingQueryListeners`.
  */
 class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryListener {
   import CheckpointStorageQueryListener._
@@ -21,8 +24,16 @@ class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryList
   override def onQueryProgress(event: StreamingQueryListener.QueryProgressEvent): Unit = ()
 
   override def onQueryTerminated(event: StreamingQueryListener.QueryTerminatedEvent): Unit =
-    CheckpointCoordinator.driverInstance.foreach(
-      _.queryTerminated(event.id.toString, event.exception.isEmpty, deleteOnCancellation))
+    CheckpointCoordinator.driverInstance.foreach { coordinator =>
+      val roots = coordinator.queryTerminated(event.id.toString)
+      // Stopped by the user (no exception): the cancellation DELETE_ON_CANCELLATION is about.
+      if (event.exception.isEmpty && deleteOnCancellation) roots.foreach { root =>
+        coordinator.cancelPackCleanup(root)
+        CheckpointFiles.deleteRecursively(new Path(root), coordinator.hadoopConf)
+        CheckpointCoordinator.log.info(s"Deleted the checkpoint $root of stopped query ${event.id} " +
+          s"($DeleteOnCancellation)")
+      }
+    }
 }
 
 object CheckpointStorageQueryListener {

@@ -1,14 +1,13 @@
 package io.sparkcheckpointstorage.coordinator
 
-import java.nio.charset.StandardCharsets
 
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.packs.{CorruptPackException, PackFiles, PackIndex, StatePack}
+import io.sparkcheckpointstorage.layout.CheckpointPaths
+import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackIndex}
 
 /** An inline file: bytes in heap (null once released to its pack), and its pack once packed. */
 private[coordinator] final class InlineFile(var bytes: Array[Byte], val length: Int) {
@@ -52,7 +51,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   @volatile private var cachedQueryId: String = null
   /** The query id Spark records in `<root>/metadata`; packs carry it to catch misplaced packs. */
   def queryId(conf: Configuration): String = {
-    if (cachedQueryId == null) cachedQueryId = RootState.readQueryId(root, conf)
+    if (cachedQueryId == null) cachedQueryId = CheckpointPaths.readQueryId(root, conf)
     cachedQueryId
   }
 
@@ -188,54 +187,13 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
 }
 
 private[coordinator] object RootState {
-  private val QueryId = """"id"\s*:\s*"([^"]+)"""".r
-
-  def readQueryId(root: String, conf: Configuration): String =
-    CheckpointFiles.readSmall(new Path(root, "metadata"), conf)
-      .flatMap(b => QueryId.findFirstMatchIn(new String(b, StandardCharsets.UTF_8)).map(_.group(1)))
-      .getOrElse("")
-
-  /**
-   * Rebuilds a root's inline files from its packs, oldest first. A pack that vanishes while
-   * they are read was obsolete (a running query's cleaner deletes only those, oldest first):
-   * the packs are listed and read again.
-   */
+  /** Rebuilds a root's inline files from its packs, oldest first. */
   def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
-    var attempt = 1
-    while (true) {
-      loadOnce(root, keepInHeap, storage, conf, lastAttempt = attempt == MaxLoadAttempts).foreach(s => return s)
-      attempt += 1
-    }
-    throw new IllegalStateException("unreachable")
-  }
-
-  private val MaxLoadAttempts = 3
-
-  private def loadOnce(root: String, keepInHeap: Boolean, storage: String, conf: Configuration,
-      lastAttempt: Boolean): Option[RootState] = {
     val state = new RootState(root, persistent = true, keepInHeap, storage)
     state.markerWritten = true
-    val seqs = PackFiles.sequences(root, conf)
-    // Packs are numbered without gaps and only the oldest are ever deleted: a gap is a lost
-    // pack, and the state it held would silently be older than the commit log says.
-    seqs.zip(seqs.drop(1)).find { case (a, b) => b != a + 1 }.foreach { case (a, b) =>
-      throw CorruptPackException(PackFiles.path(root, a + 1).toString,
-        s"it is missing, while packs ${StatePack.fileName(a)} and ${StatePack.fileName(b)} exist")
-    }
-    seqs.foreach { seq =>
-      val path = PackFiles.path(root, seq)
-      val index = PackFiles.readIndex(path, conf).getOrElse {
-        if (!lastAttempt) return None
-        throw CorruptPackException(path.toString, "it disappeared while being read, again and again")
-      }
-      val expected = state.queryId(conf)
-      if (index.queryId.nonEmpty && expected.nonEmpty && index.queryId != expected) {
-        throw CorruptPackException(path.toString, s"it belongs to query ${index.queryId}, but " +
-          s"the checkpoint $root is of query $expected (a pack copied from another checkpoint?)")
-      }
-      state.replay(seq, path, index)
-    }
-    CheckpointCoordinator.log.info(s"Restored ${state.fileCount} inline state files of $root from ${seqs.size} packs")
-    Some(state)
+    val packs = CheckpointPacks.read(root, state.queryId(conf), conf).packs
+    packs.foreach(p => state.replay(p.seq, p.path, p.index))
+    CheckpointCoordinator.log.info(s"Restored ${state.fileCount} inline state files of $root from ${packs.size} packs")
+    state
   }
 }

@@ -14,6 +14,7 @@ import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDat
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames}
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
   IllegalCheckpointStorageArgumentException}
 
@@ -51,21 +52,21 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     if (p.toUri.getScheme != null) p else p.makeQualified(fs.getUri, fs.getWorkingDirectory)
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
-    StatePaths.splitState(qualified(p)) match {
-      case Some((root, rel)) if StatePaths.inlinable(rel) =>
+    CheckpointPaths.splitState(qualified(p)) match {
+      case Some((root, rel)) if StateFileNames.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
       case _ =>
-        StatePaths.commit(qualified(p)).foreach { case (root, batch) =>
+        CheckpointPaths.commit(qualified(p)).foreach { case (root, batch) =>
           CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
         }
         CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
     }
 
   override def open(p: Path): FSDataInputStream = {
-    val inline = StatePaths.splitState(qualified(p)).flatMap { case (root, rel) =>
+    val inline = CheckpointPaths.splitState(qualified(p)).flatMap { case (root, rel) =>
       CoordinatorClient.read(root, rel, hadoopConf)
     }
     inline match {
@@ -77,13 +78,13 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
     // Spark lists the commit and offset logs on the driver before a query's first batch: the
     // moment to read a restarted query's packs, on the query's thread rather than the RPC's.
-    StatePaths.logDirRoot(qualified(dir)).foreach { root =>
+    CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
       CheckpointCoordinator.driverInstance.foreach(_.prepare(root))
     }
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
     val real = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
-    val inline = StatePaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
+    val inline = CheckpointPaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
         case Listing(files) => files.map { case (rel, len) =>
           new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
@@ -101,14 +102,14 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def exists(p: Path): Boolean = {
-    val inline = StatePaths.splitState(qualified(p)).exists { case (root, rel) =>
+    val inline = CheckpointPaths.splitState(qualified(p)).exists { case (root, rel) =>
       CoordinatorClient.ask(ExistsInline(root, rel)) == IsInline
     }
     inline || fs.exists(p)
   }
 
   override def delete(p: Path): Unit = {
-    StatePaths.splitState(qualified(p)).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
+    CheckpointPaths.splitState(qualified(p)).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
     if (CheckpointFiles.isLocal(p)) {
       val local = CheckpointFiles.localPath(p)
       if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)

@@ -8,10 +8,7 @@ import scala.collection.mutable
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-
-/** What a state file's name says: its store version and whether it holds changes or a whole state. */
-final case class VersionedName(version: Long, snapshot: Boolean)
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames, StorageMarker, VersionedName}
 
 /**
  * What a checkpoint holds (Flink: the checkpoint statistics of the web UI, offline): committed
@@ -22,21 +19,6 @@ final case class VersionedName(version: Long, snapshot: Boolean)
  * The result is JSON, for Python (`spark_checkpoint_storage.inspection`) and the command line.
  */
 object CheckpointInspector {
-  private val StateFileRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?([^/]+)$""".r
-  private val Versioned = """^(\d+)(?:_[^.]+)?\.(heap-delta|heap-snapshot|delta|snapshot|changelog|zip)$""".r
-  private val QueryId = """"id"\s*:\s*"([^"]+)"""".r
-
-  /** The version of a state file of any of the known providers; None for other files. */
-  def versionOf(name: String): Option[VersionedName] = name.stripPrefix(".").stripSuffix(".crc") match {
-    case Versioned(v, kind) => Some(VersionedName(v.toLong, kind.endsWith("snapshot") || kind == "zip"))
-    case _ => None
-  }
-
-  /** (operator, partition, store) of a state file path relative to the root. */
-  def storeOf(rel: String): Option[(Int, Int, String, String)] = rel match {
-    case StateFileRel(op, part, store, name) => Some((op.toInt, part.toInt, Option(store).getOrElse("default"), name))
-    case _ => None
-  }
 
   /** Inspects the checkpoint at `location`; JSON (see the Python module for the fields). */
   def inspectJson(location: String, conf: Configuration): String = {
@@ -44,16 +26,16 @@ object CheckpointInspector {
     if (!reader.exists) throw new java.io.FileNotFoundException(s"No checkpoint at $location")
     val entries = reader.entries()
     val byRel = entries.map(e => e.relPath -> e).toMap
-    val committed = reader.batchIds("commits")
-    val offsets = reader.batchIds("offsets")
+    val committed = reader.batchIds(CheckpointPaths.Commits)
+    val offsets = reader.batchIds(CheckpointPaths.Offsets)
     def text(rel: String): Option[String] = byRel.get(rel).flatMap(reader.read).map(new String(_, StandardCharsets.UTF_8))
 
     val out = new JMap[String, Any]()
     out.put("checkpoint", reader.root)
-    out.put("queryId", text("metadata").flatMap(t => QueryId.findFirstMatchIn(t).map(_.group(1))).orNull)
-    val marker = text(CheckpointCoordinator.MarkerFile).map(_.linesIterator.toSeq)
-    out.put("storage", marker.flatMap(_.find(_.startsWith("storage=")).map(_.stripPrefix("storage="))).orNull)
-    out.put("persistent", marker.map(_.contains("persistent=true")).map(Boolean.box).orNull)
+    out.put("queryId", text(CheckpointPaths.Metadata).flatMap(CheckpointPaths.queryIdOf).orNull)
+    val marker = text(CheckpointPaths.Marker).map(StorageMarker.parse)
+    out.put("storage", marker.map(_.storage).orNull)
+    out.put("persistent", marker.map(m => Boolean.box(m.persistent)).orNull)
     out.put("committedBatches", toJava(committed.map(Long.box)))
     out.put("uncommittedBatches", toJava(offsets.filterNot(committed.toSet).map(Long.box)))
     out.put("lastCommittedBatch", committed.lastOption.map(Long.box).orNull)
@@ -61,8 +43,10 @@ object CheckpointInspector {
     // Stores.
     val stores = mutable.TreeMap[(Int, Int, String), mutable.ArrayBuffer[(CheckpointEntry, VersionedName)]]()
     val otherStateFiles = mutable.ArrayBuffer[CheckpointEntry]()
-    entries.filter(_.relPath.startsWith("state/")).foreach { e =>
-      storeOf(e.relPath).flatMap { case (op, part, store, name) => versionOf(name).map(v => (op, part, store, v)) } match {
+    entries.filter(_.relPath.startsWith(CheckpointPaths.State + "/")).foreach { e =>
+      CheckpointPaths.storeOf(e.relPath).flatMap { case (op, part, store, name) =>
+        StateFileNames.versionOf(name).map(v => (op, part, store, v))
+      } match {
         case Some((op, part, store, v)) => stores.getOrElseUpdate((op, part, store), mutable.ArrayBuffer()) += e -> v
         case None => otherStateFiles += e
       }
@@ -99,7 +83,7 @@ object CheckpointInspector {
       val row = new JMap[String, Any]()
       row.put("name", name)
       row.put("batchId", index.batchId)
-      row.put("bytes", byRel.get(s"state-packs/$name").map(_.length).getOrElse(0L))
+      row.put("bytes", byRel.get(s"${CheckpointPaths.Packs}/$name").map(_.length).getOrElse(0L))
       row.put("entries", index.entries.size)
       row.put("deleted", index.deleted.size)
       row.put("liveEntries", entries.count(_.pack.contains(name)))
@@ -114,8 +98,8 @@ object CheckpointInspector {
       val row = new JMap[String, Any]()
       row.put("batchId", b)
       row.put("committed", committed.contains(b))
-      val started = byRel.get(s"offsets/$b").map(_.modificationTime)
-      val done = byRel.get(s"commits/$b").map(_.modificationTime)
+      val started = byRel.get(s"${CheckpointPaths.Offsets}/$b").map(_.modificationTime)
+      val done = byRel.get(s"${CheckpointPaths.Commits}/$b").map(_.modificationTime)
       row.put("startedAtMs", started.map(Long.box).orNull)
       row.put("committedAtMs", done.map(Long.box).orNull)
       row.put("durationMs", (for (s <- started; d <- done) yield Long.box(d - s)).orNull)

@@ -9,9 +9,10 @@ import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.packs.{PackFiles, PackIndex, StatePack}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
+import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackFiles, PackIndex, StatePack}
 
-/** The checkpoint's state cannot be read; the message (the coordinator's) says why and what to do. */
+/** The checkpoint's state cannot be read; the message says why and what to do. */
 class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
 
 /**
@@ -29,10 +30,10 @@ final case class CheckpointEntry(relPath: String, length: Long, inline: Boolean,
  * inline state files the checkpoint coordinator holds (in driver heap, or in packs).
  *
  * Inline files are asked of the driver's coordinator when this JVM is a driver running the
- * plugin (so a running query's files still in heap are seen); elsewhere (a plain JVM, the
- * command line) of a private coordinator that rebuilds its index from the packs, exactly as a
- * restarted driver does. A checkpoint whose state lived in a previous driver's heap only
- * fails with the coordinator's message saying the state is gone.
+ * plugin and serving this checkpoint (so a running query's files still in heap are seen);
+ * elsewhere (a plain JVM, the command line) they are read from the packs, as a restarted
+ * driver reads them. A checkpoint whose state lived in a previous driver's heap only fails
+ * with the message saying the state is gone.
  */
 final class CheckpointReader(location: String, conf: Configuration) {
   private def qualify(location: String): Path = {
@@ -46,23 +47,46 @@ final class CheckpointReader(location: String, conf: Configuration) {
   val fs: FileSystem = CheckpointReader.raw(qualified.getFileSystem(conf))
 
   /**
-   * Who holds the inline files, and the key it holds them under: the driver's coordinator when
-   * it serves this checkpoint (under the spelling of the path the query used), else a private
-   * coordinator that reads the packs, so that reading never adds state to the driver's.
+   * The driver's coordinator when it serves this checkpoint, and the key it holds it under
+   * (the spelling of the path the query used); else the inline files are read from the packs,
+   * so that reading never adds state to the driver's.
    */
-  private val (coordinator: CheckpointCoordinator, key: String) =
+  private val driver: Option[(CheckpointCoordinator, String)] =
     Option(CheckpointCoordinator.current())
       .flatMap(c => c.knownRoots.find(r => qualify(r) == qualified).map(c -> _))
-      .getOrElse(new CheckpointCoordinator(conf, Long.MaxValue) -> root)
+
+  /** The packs, when the checkpoint has inline state and the driver does not serve it. */
+  private lazy val packed: Option[CheckpointPacks] = StorageMarker.read(root, conf) match {
+    case None => None
+    case Some(m) if !m.persistent => throw new CheckpointUnreadableException(CheckpointCoordinator.stateGone(root))
+    case Some(_) => Some(CheckpointPacks.read(root, CheckpointPaths.readQueryId(root, conf), conf))
+  }
 
   def exists: Boolean = fs.exists(qualified)
 
-  private def ask(request: CoordinatorRequest): CoordinatorReply = coordinator.handle(request) match {
-    // The coordinator answers requests, never throws: its refusal becomes an error of its
-    // kind here (state gone with a previous driver; an unusable pack), with its message.
-    case Failed(FailureKind.IllegalState, message, _) => throw new CheckpointUnreadableException(message)
-    case f: Failed => throw CoordinatorFailures.toException(f)
-    case reply => reply
+  private def ask(coordinator: CheckpointCoordinator, request: CoordinatorRequest): CoordinatorReply =
+    coordinator.handle(request) match {
+      // The coordinator answers requests, never throws: its refusal becomes an error of its
+      // kind here (state gone with a previous driver; an unusable pack), with its message.
+      case Failed(FailureKind.IllegalState, message, _) => throw new CheckpointUnreadableException(message)
+      case f: Failed => throw CoordinatorFailures.toException(f)
+      case reply => reply
+    }
+
+  /** The inline files directly in `dir`, with their lengths. */
+  private def listInline(dir: String): Seq[(String, Long)] = driver match {
+    case Some((coordinator, key)) => ask(coordinator, ListInline(key, dir)) match {
+      case Listing(files) => files
+      case _ => Nil
+    }
+    case None => packed.map(_.list(dir)).getOrElse(Nil)
+  }
+
+  /** Where the inline file `rel` is: bytes in the driver's heap, a range of a pack, or not inline. */
+  private def locate(rel: String): CoordinatorReply = driver match {
+    case Some((coordinator, key)) => ask(coordinator, GetInline(key, rel))
+    case None => packed.flatMap(_.files.get(rel))
+      .map(f => InPack(f.pack.toString, f.offset, f.length, f.crc)).getOrElse(NotInline)
   }
 
   /** Every real file under the root, relative path -> status, hidden temp files excluded. */
@@ -123,15 +147,12 @@ final class CheckpointReader(location: String, conf: Configuration) {
     val real = realFiles()
     val realEntries = real.map { case (rel, s) => rel -> CheckpointEntry(rel, s.getLen, inline = false, None, s.getModificationTime) }.toMap
     val inline = stateDirs(real.map(_._1)).flatMap { dir =>
-      ask(ListInline(key, dir)) match {
-        case Listing(files) => files.map { case (rel, len) =>
-          val pack = ask(GetInline(key, rel)) match {
-            case InPack(p, _, _, _) => Some(new Path(p).getName)
-            case _ => None
-          }
-          rel -> CheckpointEntry(rel, len, inline = true, pack, 0L)
+      listInline(dir).map { case (rel, len) =>
+        val pack = locate(rel) match {
+          case InPack(p, _, _, _) => Some(new Path(p).getName)
+          case _ => None
         }
-        case _ => Nil
+        rel -> CheckpointEntry(rel, len, inline = true, pack, 0L)
       }
     }.toMap
     // An inline file shadows a real one of the same path, as in the file manager.
@@ -144,7 +165,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
   private def read(rel: String, inline: Boolean, attempt: Int): Option[Array[Byte]] = {
     val path = new Path(qualified, rel)
     if (!inline) return readReal(path)
-    ask(GetInline(key, rel)) match {
+    locate(rel) match {
       case InlineBytes(bytes) => Some(bytes)
       case InPack(pack, offset, length, crc) =>
         try Some(PackFiles.readEntry(pack, offset, length, crc, path.toString, conf))

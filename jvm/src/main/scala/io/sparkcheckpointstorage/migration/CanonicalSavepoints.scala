@@ -14,14 +14,15 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{DataType, StructType}
 
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 import io.sparkcheckpointstorage.savepoint.Savepoints
 
 /**
  * Savepoints in a canonical, provider-neutral form (Flink: canonical savepoints, which restore
  * into any state backend).
  *
- * A canonical savepoint holds the query's metadata, offset, commit and source logs up to the
- * batch and Spark's operator metadata and schema files, like a savepoint of our own format;
+ * A canonical savepoint holds the query's metadata, offset and commit logs up to the batch,
+ * its source logs, and Spark's operator metadata and schema files, like a savepoint of our own format;
  * instead of state files it holds the state rows, per operator and store, as parquet
  * (`canonical-state/<operator>/<store>/partition_id=<p>/`, columns `key` and `value`: structs
  * with the store's key and value schemas), written from Spark's state data source, so that any
@@ -32,7 +33,7 @@ import io.sparkcheckpointstorage.savepoint.Savepoints
  * writes them, and the restored checkpoint records it.
  */
 object CanonicalSavepoints {
-  val StateDir = "canonical-state"
+  val StateDir: String = CheckpointPaths.CanonicalState
   val Format = "canonical"
   private val mapper = new ObjectMapper()
 

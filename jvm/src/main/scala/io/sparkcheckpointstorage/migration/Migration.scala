@@ -14,6 +14,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.inspection.CheckpointReader
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**
  * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a
@@ -21,8 +22,8 @@ import io.sparkcheckpointstorage.inspection.CheckpointReader
  *
  * The state of every stateful operator at a committed batch is read by Spark's state data
  * source with the provider that wrote it, and written by the target provider on the
- * executors as the version that batch produced; the query's metadata, offset, commit and
- * source logs up to the batch are copied, with the offset log recording the target
+ * executors as the version that batch produced; the query's metadata, offset and commit
+ * logs up to the batch and its source logs are copied, with the offset log recording the target
  * provider, so that a query resumed from the target runs on it and gives what resuming the
  * source would have given. The source is only read.
  *
@@ -32,7 +33,7 @@ import io.sparkcheckpointstorage.inspection.CheckpointReader
  * and the next migration to that target refuses until it is deleted.
  */
 object Migration {
-  val ManifestFile = "_migration"
+  val ManifestFile: String = CheckpointPaths.MigrationManifest
   val InProgressFile = "_MIGRATION_INCOMPLETE"
   private val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
   private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"

@@ -6,6 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**
  * The packs of a checkpoint on its file system: where they live, and writing, reading and
@@ -13,7 +14,7 @@ import io.sparkcheckpointstorage.files.CheckpointFiles
  * only the oldest are ever deleted (by [[PackCleaner]]).
  */
 object PackFiles {
-  val DirName = "state-packs"
+  val DirName: String = CheckpointPaths.Packs
   private val WriteBufferSize = 256 * 1024
 
   def dir(root: String): Path = new Path(root, DirName)

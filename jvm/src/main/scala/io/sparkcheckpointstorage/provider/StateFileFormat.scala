@@ -10,12 +10,14 @@ import org.apache.spark.SparkConf
 import org.apache.spark.checkpointstorage.SparkInternals
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
+import io.sparkcheckpointstorage.layout.StateFileNames
+
 /** The kind of a state file: the changes of one version, or the whole state at a version. */
 sealed abstract class StateFileKind(val tag: Byte, val suffix: String)
 
 object StateFileKind {
-  case object Delta extends StateFileKind('D', "heap-delta")
-  case object Snapshot extends StateFileKind('S', "heap-snapshot")
+  case object Delta extends StateFileKind('D', StateFileNames.HeapDelta)
+  case object Snapshot extends StateFileKind('S', StateFileNames.HeapSnapshot)
   val all: Seq[StateFileKind] = Seq(Delta, Snapshot)
 }
 
@@ -42,18 +44,13 @@ class CorruptStateFileException(file: String, reason: String, cause: Throwable =
  * came from, whose index layout the header records: a map rebuilt with that layout takes
  * them in one pass over its index (see [[CompactRowMap#prepareFor]]). The header has its
  * own checksum because the slot count is allocated before the body is read.
- *
- * Files of format 1 (magic "SCSHEAP\u0001": no index fields, no header checksum) are still
- * read.
  */
 object StateFileFormat {
   private val BufferSize = 64 * 1024
   private val LittleEndian = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
   val Magic: Array[Byte] = "SCSHEAP\u0002".getBytes(StandardCharsets.ISO_8859_1)
-  /** Format 1: the header without the index layout and its checksum. */
-  val MagicV1: Array[Byte] = "SCSHEAP\u0001".getBytes(StandardCharsets.ISO_8859_1)
 
-  /** The header of format 2, its checksum included. */
+  /** The header, its checksum included. */
   def header(kind: StateFileKind, version: Long, codecName: String, layout: CompactRowMap.Layout): Array[Byte] = {
     val bytes = new java.io.ByteArrayOutputStream()
     val crc = new CRC32()
@@ -160,8 +157,7 @@ object StateFileFormat {
     val magic = new Array[Byte](Magic.length)
     try {
       header.readFully(magic)
-      val v2 = java.util.Arrays.equals(magic, Magic)
-      if (!v2 && !java.util.Arrays.equals(magic, MagicV1)) {
+      if (!java.util.Arrays.equals(magic, Magic)) {
         throw new CorruptStateFileException(file, "it does not start with the spark-checkpoint-storage " +
           "header (written by another program?)")
       }
@@ -174,17 +170,15 @@ object StateFileFormat {
         throw new CorruptStateFileException(file, s"it holds version $version, expected $expectedVersion")
       }
       val codecName = header.readUTF()
-      if (v2) {
-        val layout = CompactRowMap.Layout(header.readInt(), header.readInt())
-        val computed = headerCrc.getChecksum.getValue.toInt
-        if (header.readInt() != computed) {
-          throw new CorruptStateFileException(file, "its header checksum does not match its header")
-        }
-        if (!CompactRowMap.Layout.isValidSlots(layout.slots)) {
-          throw new CorruptStateFileException(file, s"its header gives an invalid index size ${layout.slots}")
-        }
-        onLayout(layout)
+      val layout = CompactRowMap.Layout(header.readInt(), header.readInt())
+      val computed = headerCrc.getChecksum.getValue.toInt
+      if (header.readInt() != computed) {
+        throw new CorruptStateFileException(file, "its header checksum does not match its header")
       }
+      if (!CompactRowMap.Layout.isValidSlots(layout.slots)) {
+        throw new CorruptStateFileException(file, s"its header gives an invalid index size ${layout.slots}")
+      }
+      onLayout(layout)
       codecName
     } catch {
       case e: EOFException => throw new CorruptStateFileException(file, "it is empty or shorter than its header", e)

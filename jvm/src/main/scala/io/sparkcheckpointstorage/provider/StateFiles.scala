@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.provider
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 
+import io.sparkcheckpointstorage.layout.StateFileNames
 import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 
 /** One of our state files: `<version>.heap-delta` or `<version>.heap-snapshot`. */
@@ -12,8 +13,6 @@ final case class StateFile(version: Long, kind: StateFileKind, path: Path)
  * written by Spark's built-in providers so that they are refused rather than misread.
  */
 final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
-  import StateFiles._
-
   def path(version: Long, kind: StateFileKind): Path = new Path(dir, s"$version.${kind.suffix}")
 
   /** Our files in the directory, sorted by version, a snapshot after the delta of its version. */
@@ -24,11 +23,11 @@ final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
       try fm.list(dir) catch { case _: java.io.FileNotFoundException => Array.empty[FileStatus] }
     val ours = statuses.flatMap(s => parse(s.getPath))
     if (ours.isEmpty) {
-      val foreign = statuses.map(_.getPath.getName).filter(n => ForeignFile.findFirstIn(n).isDefined)
+      val foreign = statuses.map(_.getPath.getName).filter(StateFileNames.isForeign)
       if (foreign.nonEmpty) {
         throw new IllegalStateException(s"The state directory $dir holds files of another state " +
           s"store provider (${foreign.sorted.take(3).mkString(", ")}): " +
-          s"${ForeignProviders.collectFirst { case (re, p) if foreign.exists(f => re.pattern.matcher(f).matches()) => p }.get}. " +
+          s"${StateFileNames.foreignProvider(foreign.toSeq).get}. " +
           "A checkpoint keeps the provider it was created with: restart this query with that " +
           "provider (spark.sql.streaming.stateStore.providerClass), or start it on a new " +
           "checkpoint location to use HeapStateStoreProvider.")
@@ -37,16 +36,7 @@ final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
     ours.sortBy(f => (f.version, f.kind == StateFileKind.Snapshot)).toSeq
   }
 
-  private def parse(p: Path): Option[StateFile] = p.getName match {
-    case OurFile(v, suffix) => StateFileKind.all.find(_.suffix == suffix).map(StateFile(v.toLong, _, p))
-    case _ => None
+  private def parse(p: Path): Option[StateFile] = StateFileNames.ours(p.getName).flatMap { case (v, suffix) =>
+    StateFileKind.all.find(_.suffix == suffix).map(StateFile(v, _, p))
   }
-}
-
-object StateFiles {
-  private val OurFile = """^(\d+)\.(heap-delta|heap-snapshot)$""".r
-  private val ForeignFile = """^\d+(_[0-9a-f-]+)?\.(delta|snapshot|changelog|zip)$""".r
-  private val ForeignProviders = Seq(
-    """^\d+\.(delta|snapshot)$""".r -> "HDFSBackedStateStoreProvider (Spark's default)",
-    """^\d+(_[0-9a-f-]+)?\.(changelog|zip)$""".r -> "RocksDBStateStoreProvider")
 }

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 
 import org.apache.spark.SparkConf
 
-import io.sparkcheckpointstorage.inspection.CheckpointInspector
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames}
 import io.sparkcheckpointstorage.provider.{StateFileFormat, StateFileKind}
 import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
@@ -19,16 +19,15 @@ import io.sparkcheckpointstorage.storage.CorruptCheckpointException
  * its `_savepoint` file is written: a savepoint that says it is complete is one.
  */
 private[savepoint] object SavepointVerifier {
-  private val OurKinds = Map("heap-delta" -> StateFileKind.Delta, "heap-snapshot" -> StateFileKind.Snapshot)
 
   /** Fails with a [[SavepointException]] naming the store or file when `target` cannot restore `stateVersion`. */
   def verify(fs: FileSystem, target: Path, stateVersion: Long): Int = {
     val stores = mutable.TreeMap[String, mutable.Map[(Long, StateFileKind), Path]]()
     walk(fs, new Path(target, "state"), "state").foreach { case (rel, path) =>
       val name = rel.substring(rel.lastIndexOf('/') + 1)
-      val kind = OurKinds.get(name.substring(name.indexOf('.') + 1))
-      for (k <- kind; v <- CheckpointInspector.versionOf(name); _ <- CheckpointInspector.storeOf(rel)) {
-        stores.getOrElseUpdate(rel.substring(0, rel.lastIndexOf('/')), mutable.Map())((v.version, k)) = path
+      for ((v, suffix) <- StateFileNames.ours(name); k <- StateFileKind.all.find(_.suffix == suffix);
+           _ <- CheckpointPaths.storeOf(rel)) {
+        stores.getOrElseUpdate(rel.substring(0, rel.lastIndexOf('/')), mutable.Map())((v, k)) = path
       }
     }
     val conf = new SparkConf(false)

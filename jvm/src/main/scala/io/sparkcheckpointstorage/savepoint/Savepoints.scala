@@ -8,9 +8,8 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-import io.sparkcheckpointstorage.packs.PackFiles
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointInspector, CheckpointReader}
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -29,9 +28,7 @@ class SavepointException(message: String, cause: Throwable = null) extends IOExc
  * restorable ([[SavepointVerifier]]): a copy without it is incomplete.
  */
 object Savepoints {
-  val ManifestFile = "_savepoint"
-  private val Numbered = """^(offsets|commits)/(\d+)$""".r
-  private val NumberedCrc = """^(offsets|commits)/\.(\d+)\.crc$""".r
+  val ManifestFile: String = CheckpointPaths.SavepointManifest
 
   /**
    * Copies the checkpoint at `source` at batch `batchId` (-1: the last committed batch) to
@@ -88,8 +85,8 @@ object Savepoints {
     }
     // The copy must restore before it says it is complete (its _savepoint file, written last).
     SavepointVerifier.verify(targetFs, targetPath, batch + 1)
-    val queryId = entries.find(_.relPath == "metadata").flatMap(reader.read)
-      .map(new String(_, StandardCharsets.UTF_8)).flatMap(t => """"id"\s*:\s*"([^"]+)"""".r.findFirstMatchIn(t).map(_.group(1)))
+    val queryId = entries.find(_.relPath == CheckpointPaths.Metadata).flatMap(reader.read)
+      .map(new String(_, StandardCharsets.UTF_8)).flatMap(CheckpointPaths.queryIdOf)
     val manifest = new JMap[String, Any]()
     manifest.put("batchId", batch)
     manifest.put("queryId", queryId.orNull)
@@ -105,14 +102,7 @@ object Savepoints {
   }
 
   /** Whether a file of the source belongs in a savepoint at `batch`. */
-  private def keep(e: CheckpointEntry, batch: Long): Boolean = e.relPath match {
-    case Numbered(_, b) => b.toLong <= batch
-    case NumberedCrc(_, b) => b.toLong <= batch
-    case CheckpointCoordinator.MarkerFile | ManifestFile => false
-    case rel if rel.startsWith(PackFiles.DirName + "/") => false
-    case rel if rel.startsWith("state/") =>
-      // Batch N writes store version N + 1; later versions belong to uncommitted batches.
-      CheckpointInspector.storeOf(rel).flatMap(s => CheckpointInspector.versionOf(s._4)).forall(_.version <= batch + 1)
-    case _ => true
-  }
+  private def keep(e: CheckpointEntry, batch: Long): Boolean =
+    // Batch N writes store version N + 1; later versions belong to uncommitted batches.
+    CheckpointPaths.inCopyAtBatch(e.relPath, batch, CheckpointPaths.stateVersionOf(_).forall(_ <= batch + 1))
 }

@@ -39,18 +39,6 @@ class StateFileFormatSuite extends AnyFunSuite {
   private def corruptMessage(bytes: Array[Byte]): String =
     intercept[CorruptStateFileException](read(bytes)).getMessage
 
-  /** The header of format 1: no index layout, no header checksum. */
-  private def headerV1: Array[Byte] = {
-    val out = new ByteArrayOutputStream()
-    val header = new DataOutputStream(out)
-    header.write(StateFileFormat.MagicV1)
-    header.writeByte(StateFileKind.Delta.tag)
-    header.writeLong(7)
-    header.writeUTF("lz4")
-    header.flush()
-    out.toByteArray
-  }
-
   /** A file whose decompressed body is `raw` followed by a correct trailer for `records`. */
   private def handMade(raw: Array[Byte], records: Long, crcDelta: Long = 0,
       header: Array[Byte] = StateFileFormat.header(StateFileKind.Delta, 7, "lz4", layout)): Array[Byte] = {
@@ -158,21 +146,6 @@ class StateFileFormatSuite extends AnyFunSuite {
       k => events += s"remove ${keyOf(k)}",
       l => events += s"layout $l")
     assert(events == Seq(s"layout $layout", "put (a,1)", "remove (b,2)"))
-  }
-
-  test("files of format 1 (no index layout in the header) still read") {
-    val k = key("a", 1).getBytes
-    val v = value(5).getBytes
-    val b = new ByteArrayOutputStream()
-    val d = new DataOutputStream(b)
-    d.writeInt(k.length); d.write(k); d.writeInt(v.length); d.write(v); d.writeInt(-1)
-    d.flush()
-    val bytes = handMade(b.toByteArray, 1, header = headerV1)
-    var layouts = 0
-    val got = ArrayBuffer.empty[(String, Int, Long)]
-    StateFileFormat.read(new ByteArrayInputStream(bytes), file, StateFileKind.Delta, 7, 2, 1, conf)(
-      (k, v) => got += ((keyOf(k)._1, keyOf(k)._2, valueOf(v))), _ => (), _ => layouts += 1)
-    assert(got == Seq(("a", 1, 5L)) && layouts == 0)
   }
 
   test("a damaged header is refused before its index size is used") {

@@ -1,0 +1,69 @@
+package io.sparkcheckpointstorage.coordinator
+
+import java.io.FileNotFoundException
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.api.plugin.PluginContext
+
+import io.sparkcheckpointstorage.packs.PackFiles
+
+/** How file managers reach the coordinator: directly on the driver, over RPC elsewhere. */
+object CoordinatorClient {
+  /** This executor's plugin context and the batcher sending through it. */
+  @volatile private var executorConnection: Option[(PluginContext, RequestBatcher)] = None
+
+  /** Sends this executor's requests through `ctx` from now on, batched up to `maxBatchBytes`. */
+  def connect(ctx: PluginContext, maxBatchBytes: Int = RequestBatcher.DefaultMaxBatchBytes): Unit = synchronized {
+    executorConnection.foreach(_._2.stop())
+    executorConnection = Some((ctx, new RequestBatcher(ctx.ask, maxBatchBytes)))
+  }
+
+  /** Stops sending through `ctx` (the executor is shutting down). */
+  def disconnect(ctx: PluginContext): Unit = synchronized {
+    executorConnection.filter(_._1 eq ctx).foreach { case (_, batcher) =>
+      batcher.stop()
+      executorConnection = None
+    }
+  }
+
+  /** The coordinator's reply; a [[Failed]] one is raised as the exception of its kind. */
+  def ask(request: CoordinatorRequest): CoordinatorReply = {
+    val reply = CheckpointCoordinator.driverInstance match {
+      case Some(c) => c.handle(request)
+      case None => executorConnection match {
+        case Some((_, batcher)) => batcher.ask(request)
+        case None => throw new IllegalStateException("The checkpoint storage needs its Spark " +
+          s"plugin: start Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (the Python " +
+          "helper configure_spark_with_checkpoint_storage sets it).")
+      }
+    }
+    reply match {
+      case f: Failed => throw CoordinatorFailures.toException(f)
+      case ok => ok
+    }
+  }
+
+  /**
+   * The bytes of the inline file `rel` of checkpoint `root`, from the driver's heap or read
+   * from its pack here (checked against its checksum); None when it is not inline.
+   */
+  def read(root: String, rel: String, conf: Configuration): Option[Array[Byte]] = {
+    var attempt = 0
+    while (true) {
+      ask(GetInline(root, rel)) match {
+        case InlineBytes(bytes) => return Some(bytes)
+        case InPack(pack, offset, length, crc) =>
+          try return Some(PackFiles.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
+          catch {
+            // The running query superseded the pack while we read: ask again where the file is.
+            case e: FileNotFoundException if attempt < MaxPackRereads => attempt += 1
+          }
+        case _ => return None
+      }
+    }
+    None
+  }
+
+  private val MaxPackRereads = 3
+}

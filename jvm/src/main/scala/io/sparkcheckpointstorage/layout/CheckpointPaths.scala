@@ -1,0 +1,137 @@
+package io.sparkcheckpointstorage.layout
+
+import java.nio.charset.StandardCharsets
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import io.sparkcheckpointstorage.files.CheckpointFiles
+
+/**
+ * Spark's checkpoint layout, with what we add to it: the one place that knows where a
+ * checkpoint keeps what (Flink: `AbstractFsCheckpointStorageAccess`), asked by the file
+ * manager, the provider, inspection, savepoints and migration alike.
+ *
+ * {{{
+ *   <root>/metadata                          the query id (Spark)
+ *   <root>/offsets/<batch>                   the offset log: a batch planned (Spark)
+ *   <root>/commits/<batch>                   the commit log: a batch done (Spark)
+ *   <root>/sources/<source>/<n>[.compact]    each source's own log, numbered by that source's
+ *                                            offsets, not by batch (Spark)
+ *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNames)
+ *   <root>/state/<op>/_metadata/...          operator metadata; <part>/_metadata/schema and
+ *                                            <op>/_stateSchema/...: state schemas (Spark)
+ *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackFiles)
+ *   <root>/checkpoint-storage                our marker (StorageMarker)
+ *   <root>/_savepoint, _migration            the manifest of a savepoint, of a migration
+ *   <root>/canonical-state/                  a canonical savepoint's state rows
+ * }}}
+ */
+object CheckpointPaths {
+  val Metadata = "metadata"
+  val Offsets = "offsets"
+  val Commits = "commits"
+  val Sources = "sources"
+  val State = "state"
+  val Packs = "state-packs"
+  val Marker = "checkpoint-storage"
+  val SavepointManifest = "_savepoint"
+  val MigrationManifest = "_migration"
+  val CanonicalState = "canonical-state"
+
+  private val QueryIdField = """"id"\s*:\s*"([^"]+)"""".r
+  private val StateFile = """^(.+)/state/(\d+)/(\d+)(/.*)?$""".r
+  private val CommitFile = """^(.+)/commits/(\d+)$""".r
+  private val StateDir = """^(.+)/(state(?:/\d+(?:/\d+(?:/[^/]+)?)?)?)$""".r
+  private val LogDir = """^(.+)/(commits|offsets)/?$""".r
+  private val StoreFileRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?([^/]+)$""".r
+  private val LogEntryRel = """^(offsets|commits)/(\d+)$""".r
+  private val LogEntryCrcRel = """^(offsets|commits)/\.(\d+)\.crc$""".r
+
+  /** The query id recorded in `metadata` (its text). */
+  def queryIdOf(metadata: String): Option[String] = QueryIdField.findFirstMatchIn(metadata).map(_.group(1))
+
+  /** The query id `<root>/metadata` records; "" when there is none. */
+  def readQueryId(root: String, conf: Configuration): String =
+    CheckpointFiles.readSmall(new Path(root, Metadata), conf)
+      .flatMap(b => queryIdOf(new String(b, StandardCharsets.UTF_8))).getOrElse("")
+
+  /** (checkpoint root, path relative to the root) of a path inside a state directory. */
+  def splitState(path: Path): Option[(String, String)] = path.toString match {
+    case StateFile(root, op, part, rest) => Some((root, s"state/$op/$part${Option(rest).getOrElse("")}"))
+    case _ => None
+  }
+
+  /** (checkpoint root, batch id) of a commit log entry. */
+  def commit(path: Path): Option[(String, Long)] = path.toString match {
+    case CommitFile(root, batch) => Some((root, batch.toLong))
+    case _ => None
+  }
+
+  /** (root, relative dir) of a state directory: `<root>/state[/<op>[/<part>[/<store>]]]`. */
+  def stateDirRoot(path: Path): Option[(String, String)] = path.toString match {
+    case StateDir(root, rel) => Some((root, rel))
+    case _ => None
+  }
+
+  /** The checkpoint root of its commit or offset log directory. */
+  def logDirRoot(path: Path): Option[String] = path.toString match {
+    case LogDir(root, _) => Some(root)
+    case _ => None
+  }
+
+  /**
+   * Spark's per-store metadata (`state/<op>/<part>/_metadata/schema`): written once and never
+   * replaced, so it is written as a file of its own. Packed, it would keep the first pack
+   * live forever, and packs are deleted strictly oldest first: no pack would ever go.
+   */
+  def isStoreMetadata(relPath: String): Boolean = relPath.contains("/_metadata/")
+
+  /** Spark's operator metadata and state schemas under `state/`: everything there but state data. */
+  def isStateMetadata(relPath: String): Boolean =
+    relPath.split('/').exists(p => p == "_metadata" || p == "_stateSchema")
+
+  /** (operator, partition, store, file name) of a state file path relative to the root. */
+  def storeOf(rel: String): Option[(Int, Int, String, String)] = rel match {
+    case StoreFileRel(op, part, store, name) => Some((op.toInt, part.toInt, Option(store).getOrElse("default"), name))
+    case _ => None
+  }
+
+  /** The store version of a state file (any known provider's) at `rel`; None for other files. */
+  def stateVersionOf(rel: String): Option[Long] =
+    storeOf(rel).flatMap(s => StateFileNames.versionOf(s._4)).map(_.version)
+
+  /**
+   * Whether a file belongs in a copy of the checkpoint at committed batch `batch` (a
+   * savepoint, a migration), relocatable and free of our storages:
+   *  - the offset and commit logs up to the batch;
+   *  - every source log entry: they are numbered by the source's own offsets, and on restart
+   *    a source reads the entries from the batch's offset to its newest one (a file source's
+   *    log past the batch lists input it then reads again); filtering them by batch number
+   *    would drop a compacted log's `<n>.compact` past the batch, which holds the entries
+   *    before it once Spark cleaned them up;
+   *  - no Hadoop checksum sidecar (`.<name>.crc`): the copy's files are written without one,
+   *    a migration rewrites the offset log, and Hadoop checks a sidecar when there is one;
+   *  - none of our own files (marker, packs, manifests, a canonical savepoint's rows);
+   *  - of the files under `state/`, those `stateFile` takes (a savepoint: the state up to the
+   *    batch's version; a migration: Spark's metadata only, the state being the target's to write).
+   */
+  def inCopyAtBatch(rel: String, batch: Long, stateFile: String => Boolean): Boolean = {
+    val name = rel.substring(rel.lastIndexOf('/') + 1)
+    rel match {
+      case _ if name.startsWith(".") => false
+      case _ if rel.startsWith(State + "/") => stateFile(rel)
+      case LogEntryRel(_, b) => b.toLong <= batch
+      case Marker | SavepointManifest | MigrationManifest => false
+      case _ if rel.startsWith(Packs + "/") || rel.startsWith(CanonicalState + "/") => false
+      case _ => true
+    }
+  }
+
+  /** An offset or commit log entry, or its Hadoop sidecar: the batch it is of. */
+  def logEntryBatch(rel: String): Option[Long] = rel match {
+    case LogEntryRel(_, b) => Some(b.toLong)
+    case LogEntryCrcRel(_, b) => Some(b.toLong)
+    case _ => None
+  }
+}

@@ -1,0 +1,38 @@
+package io.sparkcheckpointstorage.layout
+
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+class CheckpointPathsSuite extends AnyFunSuite {
+  test("state files, directories and commits are told apart, even under a root named state") {
+    val root = "file:/tmp/state/ck"
+    assert(CheckpointPaths.splitState(new Path(s"$root/state/0/3/7.heap-delta")) == Some((root, "state/0/3/7.heap-delta")))
+    assert(CheckpointPaths.splitState(new Path(s"$root/state/1/2/left-keyToNumValues/4.delta")) ==
+      Some((root, "state/1/2/left-keyToNumValues/4.delta")))
+    assert(CheckpointPaths.splitState(new Path(s"$root/offsets/3")).isEmpty)
+    assert(CheckpointPaths.stateDirRoot(new Path(s"$root/state/0/3")) == Some((root, "state/0/3")))
+    assert(CheckpointPaths.stateDirRoot(new Path(s"$root/state/1/2/right-keyWithIndexToValue")) ==
+      Some((root, "state/1/2/right-keyWithIndexToValue")))
+    assert(CheckpointPaths.stateDirRoot(new Path(s"$root/offsets")).isEmpty)
+    assert(CheckpointPaths.commit(new Path(s"$root/commits/12")) == Some((root, 12L)))
+    assert(CheckpointPaths.commit(new Path(s"$root/commits/.12.crc")).isEmpty)
+  }
+
+  test("state file names of every known provider give their version and kind") {
+    assert(StateFileNames.versionOf("7.heap-delta") == Some(VersionedName(7, snapshot = false)))
+    assert(StateFileNames.versionOf("7.heap-snapshot") == Some(VersionedName(7, snapshot = true)))
+    assert(StateFileNames.versionOf("3.delta") == Some(VersionedName(3, snapshot = false)))
+    assert(StateFileNames.versionOf(".3.delta.crc") == Some(VersionedName(3, snapshot = false)))
+    assert(StateFileNames.versionOf("12_0b1c2d3e-aaaa.changelog") == Some(VersionedName(12, snapshot = false)))
+    assert(StateFileNames.versionOf("12.zip") == Some(VersionedName(12, snapshot = true)))
+    assert(StateFileNames.versionOf("schema").isEmpty)
+    assert(StateFileNames.versionOf("000123-uuid.sst").isEmpty)
+  }
+
+  test("store paths: operator, partition, store (default or a join's) and file name") {
+    assert(CheckpointPaths.storeOf("state/0/3/7.heap-delta") == Some((0, 3, "default", "7.heap-delta")))
+    assert(CheckpointPaths.storeOf("state/1/2/left-keyToNumValues/4.delta") == Some((1, 2, "left-keyToNumValues", "4.delta")))
+    assert(CheckpointPaths.storeOf("state/0/_metadata/metadata").isEmpty)
+    assert(CheckpointPaths.storeOf("offsets/3").isEmpty)
+  }
+}
