@@ -10,16 +10,16 @@ import time
 from typing import Dict, List, Optional
 
 from spark_checkpoint_storage._version import __version__
-from spark_checkpoint_storage.jvm_names import spark_file_manager_class
+from spark_checkpoint_storage import jvm_names
 
-BUILT_IN = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-HEAP = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
+BUILT_IN = jvm_names.HDFS_PROVIDER_CLASS
+HEAP = jvm_names.HEAP_PROVIDER_CLASS
 #: Spark's own file manager on the running Spark line: the baseline runs as in plain Spark.
-SPARK_FILE_MANAGER = spark_file_manager_class()
-OUR_FILE_MANAGER = "io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager"
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
-FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
-STORAGE = "spark.sql.streaming.checkpointStorage"
+SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
+OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
+PROVIDER = jvm_names.PROVIDER_CLASS_CONF
+FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
+STORAGE = jvm_names.STORAGE
 
 #: (label, session settings of the run); the first is the baseline.
 RUNS = [

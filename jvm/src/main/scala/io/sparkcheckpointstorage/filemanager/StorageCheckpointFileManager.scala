@@ -14,7 +14,7 @@ import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDat
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
   IllegalCheckpointStorageArgumentException}
 
@@ -30,7 +30,6 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLo
  * tell the difference.
  */
 class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
-  import StorageCheckpointFileManager._
 
   /** The storage serving the query whose checkpoint is `root`. */
   private def storageFor(root: String): CheckpointStorage = {
@@ -132,11 +131,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // would fail the first batch's commit instead, on an executor.
     if (TaskContext.get() == null && CheckpointCoordinator.driverInstance.isEmpty) {
       throw new IllegalCheckpointStorageArgumentException(s"The checkpoint file manager of " +
-        s"spark-checkpoint-storage ($FileManagerConf=${getClass.getName}) runs without its " +
+        s"spark-checkpoint-storage (${SparkSettingKeys.FileManagerClass}=${getClass.getName}) runs without its " +
         s"coordinator: spark.plugins does not name ${CheckpointStoragePlugin.ClassName}. Start " +
         s"Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (a static setting; the " +
         "Python helper configure_spark_with_checkpoint_storage sets it), or unset " +
-        s"$FileManagerConf to use Spark's own file manager.")
+        s"${SparkSettingKeys.FileManagerClass} to use Spark's own file manager.")
     }
     cachedStorage = CheckpointStorageSettings.validateForQuery(
       hadoopConf.iterator().asScala.map(e => e.getKey -> e.getValue).toSeq, root)
@@ -144,10 +143,6 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     mkdirs(path)
     path
   }
-}
-
-private object StorageCheckpointFileManager {
-  val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
 }
 
 /** An in-memory file, readable where Hadoop expects a seekable stream. */

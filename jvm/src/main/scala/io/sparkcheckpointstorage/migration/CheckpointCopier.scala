@@ -5,7 +5,7 @@ import java.util.regex.Matcher
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.layout.CheckpointPaths
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 
 /**
  * Copies what a checkpoint holds besides state data, up to a batch: the query's metadata,
@@ -14,7 +14,7 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
  * provider: Spark takes the provider of a resumed query from there.
  */
 object CheckpointCopier {
-  private val ProviderEntry = confEntry(CheckpointLayout.ProviderConf)
+  private val ProviderEntry = confEntry(SparkSettingKeys.ProviderClass)
 
   private val OperatorMetadata = """^state/\d+/_metadata/metadata$""".r
   private val StoreNumPartitions = "(\"numPartitions\"\\s*:\\s*)\\d+".r
@@ -62,7 +62,7 @@ object CheckpointCopier {
 
   /** The offset log entry with `numPartitions` as the query's shuffle and state partitions. */
   def recordPartitions(entry: String, numPartitions: Int): String =
-    Seq(CheckpointLayout.ShufflePartitionsConf, CheckpointLayout.StatePartitionsConf).foldLeft(entry) { (e, key) =>
+    Seq(SparkSettingKeys.ShufflePartitions, SparkSettingKeys.StatePartitions).foldLeft(entry) { (e, key) =>
       confEntry(key).replaceAllIn(e, m => Matcher.quoteReplacement(m.group(1) + numPartitions + m.group(3)))
     }
 }

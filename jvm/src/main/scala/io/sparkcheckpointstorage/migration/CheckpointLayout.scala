@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.packs.PackFiles
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
@@ -32,9 +33,9 @@ final class CheckpointLayout private (
 
   def root: String = reader.root.stripSuffix("/")
 
-  def sourceProvider: String = offsetConf.getOrElse(CheckpointLayout.ProviderConf,
+  def sourceProvider: String = offsetConf.getOrElse(SparkSettingKeys.ProviderClass,
     throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
-      s"${CheckpointLayout.ProviderConf}: this checkpoint was written by a Spark too old to migrate."))
+      s"${SparkSettingKeys.ProviderClass}: this checkpoint was written by a Spark too old to migrate."))
 
   def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackFiles.DirName + "/"))
 
@@ -42,23 +43,18 @@ final class CheckpointLayout private (
    * Refuses a checkpoint whose offset log does not record its number of partitions: a
    * rescaled checkpoint records the new one there, and Spark takes it from there on restart.
    */
-  def requireRecordedPartitions(): Unit = if (!offsetConf.contains(CheckpointLayout.ShufflePartitionsConf)) {
+  def requireRecordedPartitions(): Unit = if (!offsetConf.contains(SparkSettingKeys.ShufflePartitions)) {
     throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
-      s"${CheckpointLayout.ShufflePartitionsConf}: this checkpoint was written by a Spark too old to rescale.")
+      s"${SparkSettingKeys.ShufflePartitions}: this checkpoint was written by a Spark too old to rescale.")
   }
 
   /** The number of state partitions (Spark's `spark.sql.shuffle.partitions` when the query started). */
   def numPartitions: Int = operators.flatMap(_.stores.map(_.numPartitions)).headOption
-    .orElse(offsetConf.get(CheckpointLayout.ShufflePartitionsConf).map(_.toInt))
+    .orElse(offsetConf.get(SparkSettingKeys.ShufflePartitions).map(_.toInt))
     .getOrElse(throw new MigrationException(s"Cannot tell the number of state partitions of $root."))
 }
 
 object CheckpointLayout {
-  val ProviderConf = "spark.sql.streaming.stateStore.providerClass"
-  val CheckpointFormatConf = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-  val ShufflePartitionsConf = "spark.sql.shuffle.partitions"
-  /** Spark 4.1+: the state partitions, recorded apart from the (then changeable) shuffle partitions. */
-  val StatePartitionsConf = "spark.sql.streaming.internal.stateStore.partitions"
   private val OperatorMetadata = """^state/(\d+)/_metadata/metadata$""".r
   private val OperatorMetadataV2 = """^state/(\d+)/_metadata/v2/.*$""".r
   private val mapper = new ObjectMapper()
@@ -88,14 +84,14 @@ object CheckpointLayout {
     // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
     // the setting itself is not recorded in the offset log.
     val commit = text(s"commits/$batch")
-    val formatVersion = offsetConf.get(CheckpointFormatConf).map(_.trim).filter(_ != "1")
+    val formatVersion = offsetConf.get(SparkSettingKeys.CheckpointFormatVersion).map(_.trim).filter(_ != "1")
       .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
     if (formatVersion.isDefined) {
       throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
-        s"version ${formatVersion.get} ($CheckpointFormatConf; its commit log entry commits/$batch " +
+        s"version ${formatVersion.get} (${SparkSettingKeys.CheckpointFormatVersion}; its commit log entry commits/$batch " +
         "records the stores' checkpoint ids): its state files are " +
         "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
-        s"Run the query with $CheckpointFormatConf=1 from a new checkpoint.")
+        s"Run the query with ${SparkSettingKeys.CheckpointFormatVersion}=1 from a new checkpoint.")
     }
     entries.map(_.relPath).collectFirst { case OperatorMetadataV2(op) => op }.foreach { op =>
       throw new MigrationException(s"Operator $op of the checkpoint $root has operator metadata of version 2 " +

@@ -14,7 +14,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.inspection.CheckpointReader
-import io.sparkcheckpointstorage.layout.CheckpointPaths
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 
 /**
  * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a
@@ -35,8 +35,6 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
 object Migration {
   val ManifestFile: String = CheckpointPaths.MigrationManifest
   val InProgressFile = "_MIGRATION_INCOMPLETE"
-  private val FileManagerConf = "spark.sql.streaming.checkpointFileManagerClass"
-  private val RowChecksumConf = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 
   /**
    * Migrates the checkpoint at `source`, at batch `batchId` (-1: the last committed batch), to
@@ -70,9 +68,9 @@ object Migration {
     MigrationSparkApi.checkWritable(targetProvider)
     val layout = CheckpointLayout.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
-    if (layout.hasPacks && !conf.get(FileManagerConf, "").equals(classOf[StorageCheckpointFileManager].getName)) {
+    if (layout.hasPacks && !conf.get(SparkSettingKeys.FileManagerClass, "").equals(classOf[StorageCheckpointFileManager].getName)) {
       throw new MigrationException(s"Some of the state of ${layout.root} is inline (packs of a checkpoint " +
-        s"storage of this package), which only our file manager reads: set $FileManagerConf=" +
+        s"storage of this package), which only our file manager reads: set ${SparkSettingKeys.FileManagerClass}=" +
         s"${classOf[StorageCheckpointFileManager].getName} on the session that migrates (as " +
         "configure_spark_with_checkpoint_storage does).")
     }
@@ -98,9 +96,9 @@ object Migration {
       options: WriteOptions,
       extra: Map[String, Any] = Map.empty)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
     if (targetProvider == TargetProvider.Hdfs &&
-        layout.offsetConf.get(RowChecksumConf).exists(_.trim.equalsIgnoreCase("true"))) {
+        layout.offsetConf.get(SparkSettingKeys.RowChecksum).exists(_.trim.equalsIgnoreCase("true"))) {
       throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
-        s"($RowChecksumConf=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
+        s"(${SparkSettingKeys.RowChecksum}=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
         "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
     }
     MigrationSparkApi.checkWritable(targetProvider)
@@ -120,7 +118,7 @@ object Migration {
       val writeConf = new Configuration(conf)
       // Plain files at the target, whatever storage the migrating session uses: the checkpoint
       // is moved into place by a rename, and any session (storage) resumes it.
-      writeConf.set(FileManagerConf, classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
+      writeConf.set(SparkSettingKeys.FileManagerClass, classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
       val serializableConf = new SerializableConfiguration(writeConf)
       val stateRoot = new Path(temp, "state").toString
       val stores = layout.operators.map(_.stores.size).sum
@@ -224,7 +222,7 @@ object Migration {
   private def targetStoreConf(spark: SparkSession, layout: CheckpointLayout, targetProvider: String): StateStoreConf = {
     val sqlConf = MigrationSparkApi.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
-    sqlConf.setConfString(CheckpointLayout.ProviderConf, targetProvider)
+    sqlConf.setConfString(SparkSettingKeys.ProviderClass, targetProvider)
     new StateStoreConf(sqlConf, Map.empty)
   }
 

@@ -1,5 +1,6 @@
 package io.sparkcheckpointstorage.storage
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 /**
@@ -48,7 +49,7 @@ object CheckpointStorageLoader {
       case FileSystemCheckpointStorage.Name =>
         val path = dir.getOrElse(CheckpointStorageSettings.StorageName.refuse(name,
           s"the file system storage needs a checkpoint directory: set $CheckpointPath, " +
-            s"$SparkCheckpointLocation, or the query's checkpointLocation"))
+            s"${SparkSettingKeys.CheckpointLocation}, or the query's checkpointLocation"))
         FileSystemCheckpointStorage(path).configure(conf)
       case _ => fromClass(name, conf)
     }
@@ -79,5 +80,5 @@ object CheckpointStorageLoader {
     }
 
   private def checkpointDir(conf: String => Option[String]): Option[String] =
-    conf(CheckpointPath).orElse(conf(SparkCheckpointLocation))
+    conf(CheckpointPath).orElse(conf(SparkSettingKeys.CheckpointLocation))
 }

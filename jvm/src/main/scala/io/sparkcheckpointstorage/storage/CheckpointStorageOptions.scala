@@ -32,7 +32,4 @@ object CheckpointStorageOptions {
 
   /** The storage set in code (Python `set_checkpoint_storage`), encoded under this prefix; wins over [[Storage]]. */
   val AppPrefix = s"$Prefix.app."
-
-  /** Spark's default checkpoint root of queries. */
-  val SparkCheckpointLocation = "spark.sql.streaming.checkpointLocation"
 }

@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.Path
 import org.apache.spark.network.util.JavaUtils
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 /**
@@ -133,12 +134,10 @@ object CheckpointStorageSettings {
     val ours = settings.filter { case (k, _) => isOurs(k) }.toMap
     checkNames(ours)
     all.filterNot(_.static).foreach(s => ours.get(s.key).foreach(s.parse))
-    settings.find(_._1 == ProviderClassConf).foreach { case (_, provider) => checkOwnProvider(provider) }
+    settings.find(_._1 == SparkSettingKeys.ProviderClass).foreach { case (_, provider) => checkOwnProvider(provider) }
     CheckpointStorageLoader.load(ours.get _, Some(checkpointRoot))
   }
 
-  /** Spark's setting of the state store provider, which names ours. */
-  val ProviderClassConf = "spark.sql.streaming.stateStore.providerClass"
   private val OwnPackage = "io.sparkcheckpointstorage."
 
   /**
@@ -151,7 +150,7 @@ object CheckpointStorageSettings {
     val loader = Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)
     try Class.forName(name, false, loader) catch {
       case e: ClassNotFoundException => throw new IllegalCheckpointStorageArgumentException(
-        s"Invalid value '$className' for $ProviderClassConf: expected ${OwnPackage}provider.HeapStateStoreProvider " +
+        s"Invalid value '$className' for ${SparkSettingKeys.ProviderClass}: expected ${OwnPackage}provider.HeapStateStoreProvider " +
           "or another state store provider on the classpath (no such class).", e)
     }
   }

@@ -11,6 +11,8 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{LongType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
+
 /** What a migration decides from the files alone: no Spark session needed. */
 class MigrationSuite extends AnyFunSuite {
   private val conf = new Configuration()
@@ -75,15 +77,15 @@ class MigrationSuite extends AnyFunSuite {
     val entry = offsets(hdfs, ",\"spark.sql.streaming.stateStore.compression.codec\":\"lz4\"")
     val rewritten = CheckpointCopier.recordProvider(entry, TargetProvider.Heap)
     assert(rewritten == entry.replace(hdfs, TargetProvider.Heap))
-    assert(CheckpointLayout.parseOffsetConf(rewritten, "x")(CheckpointLayout.ProviderConf) == TargetProvider.Heap)
+    assert(CheckpointLayout.parseOffsetConf(rewritten, "x")(SparkSettingKeys.ProviderClass) == TargetProvider.Heap)
   }
 
   test("a rescale records the new number of partitions as shuffle and (4.1+) state partitions") {
     val entry = offsets(hdfs, ",\"spark.sql.streaming.internal.stateStore.partitions\":\"4\"")
     val conf = CheckpointLayout.parseOffsetConf(CheckpointCopier.recordPartitions(entry, 11), "x")
-    assert(conf(CheckpointLayout.ShufflePartitionsConf) == "11")
-    assert(conf(CheckpointLayout.StatePartitionsConf) == "11")
-    assert(conf(CheckpointLayout.ProviderConf) == hdfs)
+    assert(conf(SparkSettingKeys.ShufflePartitions) == "11")
+    assert(conf(SparkSettingKeys.StatePartitions) == "11")
+    assert(conf(SparkSettingKeys.ProviderClass) == hdfs)
   }
 
   test("the key fields each operator's shuffle hashes, and an unknown operator refused by name") {

@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.storage
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 class CheckpointStorageSettingsSuite extends AnyFunSuite {
@@ -85,9 +86,9 @@ class CheckpointStorageSettingsSuite extends AnyFunSuite {
 
   test("a misspelt provider of this package is refused; other providers are Spark's to check") {
     val misspelt = "io.sparkcheckpointstorage.provider.HeapStateStoreProvder"
-    assertNames(refusedForQuery(ProviderClassConf -> misspelt), ProviderClassConf, misspelt,
+    assertNames(refusedForQuery(SparkSettingKeys.ProviderClass -> misspelt), SparkSettingKeys.ProviderClass, misspelt,
       "expected io.sparkcheckpointstorage.provider.HeapStateStoreProvider")
-    validateForQuery(Seq(ProviderClassConf -> "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"), "file:/q")
-    validateForQuery(Seq(ProviderClassConf -> "com.example.SomeProvider"), "file:/q")
+    validateForQuery(Seq(SparkSettingKeys.ProviderClass -> "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"), "file:/q")
+    validateForQuery(Seq(SparkSettingKeys.ProviderClass -> "com.example.SomeProvider"), "file:/q")
   }
 }

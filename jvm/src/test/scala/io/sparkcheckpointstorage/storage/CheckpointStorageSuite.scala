@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.storage
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 /** Flink's storage tests translated: constructors, defaults, limits, loader precedence. */
@@ -71,7 +72,7 @@ class CheckpointStorageSuite extends AnyFunSuite {
   test("loader default: file system when a checkpoint directory is known, else driver") {
     assert(load() == new DriverCheckpointStorage())
     assert(load(CheckpointPath -> "file:///cp") == new FileSystemCheckpointStorage("file:///cp"))
-    assert(load(SparkCheckpointLocation -> "file:///loc") == new FileSystemCheckpointStorage("file:///loc"))
+    assert(load(SparkSettingKeys.CheckpointLocation -> "file:///loc") == new FileSystemCheckpointStorage("file:///loc"))
     assert(CheckpointStorageLoader.load(Map.empty[String, String].get _, Some("file:///q")) ==
       new FileSystemCheckpointStorage("file:///q"))
   }
