@@ -70,6 +70,21 @@ def run_operators_driver(step_dir, spec: dict) -> subprocess.CompletedProcess:
     return result
 
 
+def spark_lines_table() -> List[Dict[str, str]]:
+    """The rows of the project's table of Spark lines (dev/spark-lines.tsv), oldest first:
+    what every build and dev script reads, so the tests check the package against it."""
+    with open(os.path.join(ROOT, "dev", "spark-lines.tsv")) as f:
+        lines = [l.rstrip("\n") for l in f if l.strip()]
+    header = next(l for l in lines if l.startswith("#line")).lstrip("#").split("\t")
+    return [dict(zip(header, l.split("\t"))) for l in lines if not l.startswith("#")]
+
+
+def spark_lines_and_scala() -> List[tuple]:
+    """Each (Spark line, Scala binary) the table builds a jar for, in the table's order."""
+    return [(row["line"], scala.split("=")[0]) for row in spark_lines_table()
+            for scala in row["scala"].split(",")]
+
+
 @pytest.fixture(scope="module")
 def spark(request):
     """The Spark session of a test module: ``local[2]``, no UI, configured by

@@ -13,7 +13,7 @@ from spark_checkpoint_storage import bundled_jar_path
 from spark_checkpoint_storage.bundled_jar import (GROUP_ID, SUPPORTED_SPARK_LINES, artifact_id,
                                                   running_spark_line)
 
-from conftest import ROOT, assert_ok
+from conftest import ROOT, assert_ok, spark_lines_and_scala
 
 VERSION_RESOURCE = "spark-checkpoint-storage-version.properties"
 
@@ -40,6 +40,8 @@ def test_package_carries_jar_of_its_own_version():
 
 
 def test_package_carries_one_jar_per_spark_line():
+    # What the package says it supports is what the project's table of lines builds.
+    assert list(SUPPORTED_SPARK_LINES) == spark_lines_and_scala()
     for line, scala in SUPPORTED_SPARK_LINES:
         props = jar_properties(bundled_jar_path(line, scala))
         assert (props["spark.line"], props["scala.binary.version"]) == (line, scala)
@@ -52,8 +54,8 @@ def test_unsupported_spark_line_fails_fast_naming_the_supported_ones():
         bundled_jar_path("3.4", "2.12")
     message = str(e.value)
     assert "does not support Spark 3.4 with Scala 2.12" in message
-    assert "3.5 (Scala 2.12), 3.5 (Scala 2.13), 4.0 (Scala 2.13), 4.1 (Scala 2.13), " \
-        "4.2 (Scala 2.13), 4.3 (Scala 2.13)" in message
+    assert "Supported Spark lines: %s." % ", ".join(
+        "%s (Scala %s)" % ls for ls in spark_lines_and_scala()) in message
 
 
 def test_jar_of_another_spark_line_is_refused_naming_the_right_artifact(subproc):

@@ -18,13 +18,25 @@ __all__ = ["bundled_jar_path", "check_jar_version", "JarVersionMismatchError",
 GROUP_ID = jvm_names.JVM_PACKAGE
 JVM_BUILD_INFO_CLASS = jvm_names.BUILD_INFO_CLASS
 
-#: The Spark lines this package carries a jar for, with their Scala binary versions.
-SUPPORTED_SPARK_LINES: Tuple[Tuple[str, str], ...] = (
-    ("3.5", "2.12"), ("3.5", "2.13"), ("4.0", "2.13"), ("4.1", "2.13"), ("4.2", "2.13"),
-    ("4.3", "2.13"))
-
 _JARS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars")
 _JAR_NAME = re.compile(r"spark-checkpoint-storage-spark(\d+\.\d+)_(\d+\.\d+)-(.+)\.jar$")
+
+
+def _carried_lines() -> Tuple[Tuple[str, str], ...]:
+    # The jars the build put into the package are the one record of its lines here: the
+    # build reads them from the project's table of Spark lines, so no list is kept twice.
+    found = set()
+    for jar in glob.glob(os.path.join(_JARS_DIR, "*.jar")):
+        m = _JAR_NAME.search(os.path.basename(jar))
+        if m and m.group(3) == __version__:
+            found.add((m.group(1), m.group(2)))
+    return tuple(sorted(found, key=lambda ls: (tuple(int(x) for x in ls[0].split(".")),
+                                               tuple(int(x) for x in ls[1].split(".")))))
+
+
+#: The Spark lines this package carries a jar for, with their Scala binary versions, oldest
+#: first: read off the jars in the package (one per line and Scala binary).
+SUPPORTED_SPARK_LINES: Tuple[Tuple[str, str], ...] = _carried_lines()
 
 
 class UnsupportedSparkVersionError(RuntimeError):

@@ -111,13 +111,13 @@ final class CheckpointReader(location: String, conf: Configuration) {
     def addDirsOf(rel: String): Unit = {
       var i = rel.lastIndexOf('/')
       var d = if (i > 0) rel.substring(0, i) else ""
-      while (d.startsWith("state/")) {
+      while (d.startsWith(CheckpointPaths.State + "/")) {
         dirs += d
         i = d.lastIndexOf('/')
         d = if (i > 0) d.substring(0, i) else ""
       }
     }
-    real.foreach(r => if (r.startsWith("state/")) addDirsOf(r))
+    real.foreach(r => if (r.startsWith(CheckpointPaths.State + "/")) addDirsOf(r))
     val dirsOnDisk = mutable.ArrayBuffer[String]()
     def walkDirs(dir: Path, rel: String): Unit = {
       val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[org.apache.hadoop.fs.FileStatus] }

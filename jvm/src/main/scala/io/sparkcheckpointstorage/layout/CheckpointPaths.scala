@@ -46,6 +46,9 @@ object CheckpointPaths {
   private val LogDir = """^(.+)/(commits|offsets)/?$""".r
   private val StoreFileRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?([^/]+)$""".r
   private val LogEntryRel = """^(offsets|commits)/(\d+)$""".r
+  private val OperatorMetadataRel = """^state/(\d+)/_metadata/metadata$""".r
+  private val OperatorMetadataV2Rel = """^state/(\d+)/_metadata/v2/.*$""".r
+  private val StateOperatorRel = """^state/(\d+)/.*$""".r
   private val LogEntryCrcRel = """^(offsets|commits)/\.(\d+)\.crc$""".r
 
   /** The query id recorded in `metadata` (its text). */
@@ -126,6 +129,36 @@ object CheckpointPaths {
       case _ if rel.startsWith(Packs + "/") || rel.startsWith(CanonicalState + "/") => false
       case _ => true
     }
+  }
+
+  /** The offset log entry of batch `batch`, relative to the root. */
+  def offsetEntry(batch: Long): String = s"$Offsets/$batch"
+
+  /** The commit log entry of batch `batch`, relative to the root. */
+  def commitEntry(batch: Long): String = s"$Commits/$batch"
+
+  /** Spark's operator metadata (version 1, 4.0+) of operator `op`, relative to the root. */
+  def operatorMetadata(op: Long): String = s"$State/$op/_metadata/metadata"
+
+  /** The folder of Spark's operator metadata of version 2 (transformWithState's) of operator `op`. */
+  def operatorMetadataV2Dir(op: Long): String = s"$State/$op/_metadata/v2"
+
+  /** The operator whose version-1 operator metadata is at `rel`. */
+  def operatorMetadataOf(rel: String): Option[Long] = rel match {
+    case OperatorMetadataRel(op) => Some(op.toLong)
+    case _ => None
+  }
+
+  /** The operator whose version-2 operator metadata (transformWithState's) `rel` is part of. */
+  def operatorMetadataV2Of(rel: String): Option[Long] = rel match {
+    case OperatorMetadataV2Rel(op) => Some(op.toLong)
+    case _ => None
+  }
+
+  /** The operator whose folder under `state/` holds `rel`. */
+  def stateOperatorOf(rel: String): Option[Long] = rel match {
+    case StateOperatorRel(op) => Some(op.toLong)
+    case _ => None
   }
 
   /** An offset or commit log entry, or its Hadoop sidecar: the batch it is of. */

@@ -16,7 +16,6 @@ import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 object CheckpointCopier {
   private val ProviderEntry = confEntry(SparkSettingKeys.ProviderClass)
 
-  private val OperatorMetadata = """^state/\d+/_metadata/metadata$""".r
   private val StoreNumPartitions = "(\"numPartitions\"\\s*:\\s*)\\d+".r
 
   private def confEntry(key: String) =
@@ -43,7 +42,7 @@ object CheckpointCopier {
         case rel if rel.startsWith(CheckpointPaths.Offsets + "/") =>
           val entry = recordProvider(text, targetProvider)
           numPartitions.fold(entry)(recordPartitions(entry, _)).getBytes(StandardCharsets.UTF_8)
-        case OperatorMetadata() if numPartitions.isDefined =>
+        case rel if numPartitions.isDefined && CheckpointPaths.operatorMetadataOf(rel).isDefined =>
           StoreNumPartitions.replaceAllIn(text, m => Matcher.quoteReplacement(m.group(1) + numPartitions.get))
             .getBytes(StandardCharsets.UTF_8)
         case _ => content

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
-import io.sparkcheckpointstorage.layout.SparkSettingKeys
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 import io.sparkcheckpointstorage.packs.PackFiles
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
@@ -55,8 +55,6 @@ final class CheckpointLayout private (
 }
 
 object CheckpointLayout {
-  private val OperatorMetadata = """^state/(\d+)/_metadata/metadata$""".r
-  private val OperatorMetadataV2 = """^state/(\d+)/_metadata/v2/.*$""".r
   private val mapper = new ObjectMapper()
 
   /**
@@ -80,34 +78,32 @@ object CheckpointLayout {
       new String(reader.read(entry).getOrElse(throw new MigrationException(
         s"$rel of the checkpoint $root disappeared while it was read.")), StandardCharsets.UTF_8)
     }
-    val offsetConf = parseOffsetConf(text(s"offsets/$batch"), s"$root/offsets/$batch")
+    val offsetConf = parseOffsetConf(text(CheckpointPaths.offsetEntry(batch)), s"$root/${CheckpointPaths.offsetEntry(batch)}")
     // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
     // the setting itself is not recorded in the offset log.
-    val commit = text(s"commits/$batch")
+    val commit = text(CheckpointPaths.commitEntry(batch))
     val formatVersion = offsetConf.get(SparkSettingKeys.CheckpointFormatVersion).map(_.trim).filter(_ != "1")
       .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
     if (formatVersion.isDefined) {
       throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
-        s"version ${formatVersion.get} (${SparkSettingKeys.CheckpointFormatVersion}; its commit log entry commits/$batch " +
+        s"version ${formatVersion.get} (${SparkSettingKeys.CheckpointFormatVersion}; its commit log entry ${CheckpointPaths.commitEntry(batch)} " +
         "records the stores' checkpoint ids): its state files are " +
         "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
         s"Run the query with ${SparkSettingKeys.CheckpointFormatVersion}=1 from a new checkpoint.")
     }
-    entries.map(_.relPath).collectFirst { case OperatorMetadataV2(op) => op }.foreach { op =>
+    entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataV2Of).headOption.foreach { op =>
       throw new MigrationException(s"Operator $op of the checkpoint $root has operator metadata of version 2 " +
-        s"(state/$op/_metadata/v2): it is a transformWithState operator, which keeps its state in column " +
+        s"(${CheckpointPaths.operatorMetadataV2Dir(op)}): it is a transformWithState operator, which keeps its state in column " +
         "families that only Spark's RocksDBStateStoreProvider stores, and cannot be migrated. Supported: " +
         "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
         "flatMapGroupsWithState, applyInPandasWithState, session windows.")
     }
-    val operators = entries.map(_.relPath).collect { case rel @ OperatorMetadata(_) => rel }.sorted
-      .map(rel => parseOperator(text(rel), s"$root/$rel"))
-    val stateOperatorIds = entries.map(_.relPath).collect {
-      case rel if rel.startsWith("state/") => rel.split('/')(1)
-    }.filter(_.forall(_.isDigit)).map(_.toLong).distinct
+    val operators = entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataOf).sorted
+      .map(CheckpointPaths.operatorMetadata).map(rel => parseOperator(text(rel), s"$root/$rel"))
+    val stateOperatorIds = entries.map(_.relPath).flatMap(CheckpointPaths.stateOperatorOf).distinct
     stateOperatorIds.filterNot(id => operators.exists(_.id == id)).headOption.foreach { id =>
       throw new MigrationException(s"Operator $id of the checkpoint $root has state but no operator " +
-        s"metadata (state/$id/_metadata/metadata), which Spark writes from 4.0 on: the checkpoint was " +
+        s"metadata (${CheckpointPaths.operatorMetadata(id)}), which Spark writes from 4.0 on: the checkpoint was " +
         "written by Spark 3.5 or before, and without it which operator keeps the state, its stores and " +
         "key prefix, and so how its rows are indexed and partitioned, cannot be told. Resume the query " +
         "on Spark 4.0 or later for one batch (Spark then writes the metadata) and migrate that checkpoint.")

@@ -35,4 +35,17 @@ class CheckpointPathsSuite extends AnyFunSuite {
     assert(CheckpointPaths.storeOf("state/0/_metadata/metadata").isEmpty)
     assert(CheckpointPaths.storeOf("offsets/3").isEmpty)
   }
+
+  test("operator metadata (versions 1 and 2), state operators and log entries by batch") {
+    assert(CheckpointPaths.operatorMetadataOf(CheckpointPaths.operatorMetadata(3)) == Some(3L))
+    assert(CheckpointPaths.operatorMetadataOf("state/3/_metadata/v2/1_abc").isEmpty)
+    assert(CheckpointPaths.operatorMetadataOf("state/3/0/_metadata/schema").isEmpty)
+    assert(CheckpointPaths.operatorMetadataV2Of(CheckpointPaths.operatorMetadataV2Dir(2) + "/0_abc") == Some(2L))
+    assert(CheckpointPaths.operatorMetadataV2Of(CheckpointPaths.operatorMetadata(2)).isEmpty)
+    assert(CheckpointPaths.stateOperatorOf("state/1/4/2.delta") == Some(1L))
+    assert(CheckpointPaths.stateOperatorOf("state-packs/1.pack").isEmpty)
+    assert(CheckpointPaths.stateOperatorOf("offsets/1").isEmpty)
+    assert(CheckpointPaths.logEntryBatch(CheckpointPaths.offsetEntry(5)) == Some(5L))
+    assert(CheckpointPaths.logEntryBatch(CheckpointPaths.commitEntry(6)) == Some(6L))
+  }
 }
