@@ -92,7 +92,8 @@ def test_constant():
     assert cc.EXTERNALIZED_CLEANUP == options.ExternalizedCleanup()
     assert cc.DRIVER_MAX_TOTAL_INLINE_SIZE == options.DriverMaxTotalInlineSize()
     assert cc.EXECUTOR_MAX_REQUEST_BATCH_SIZE == options.ExecutorMaxRequestBatchSize()
-    assert cc.SPARK_CHECKPOINT_LOCATION == options.SparkCheckpointLocation()
+    spark_keys = get_gateway().jvm.io.sparkcheckpointstorage.layout.SparkSettingKeys
+    assert cc.SPARK_CHECKPOINT_LOCATION == spark_keys.CheckpointLocation()
 
 
 def test_get_set_externalized_checkpoints_cleanup():

@@ -39,10 +39,15 @@ def test_setting_keys_are_the_jvm_ones(jvm):
         "WRITE_BUFFER_SIZE": "WriteBufferSize", "EXTERNALIZED_CLEANUP": "ExternalizedCleanup",
         "DRIVER_MAX_TOTAL_INLINE_SIZE": "DriverMaxTotalInlineSize",
         "EXECUTOR_MAX_REQUEST_BATCH_SIZE": "ExecutorMaxRequestBatchSize", "APP_PREFIX": "AppPrefix",
-        "SPARK_CHECKPOINT_LOCATION": "SparkCheckpointLocation", "PREFIX": "Prefix",
+        "PREFIX": "Prefix",
     }
     for python_name, jvm_name in ours.items():
         assert getattr(jvm_names, python_name) == getattr(options, jvm_name)(), python_name
+    # Spark's keys the JVM spells in one place (layout.SparkSettingKeys), and Spark itself.
+    spark_keys = jvm_names.jvm_class(jvm, jvm_names.JVM_PACKAGE + ".layout.SparkSettingKeys")
+    assert jvm_names.PROVIDER_CLASS_CONF == spark_keys.ProviderClass()
+    assert jvm_names.FILE_MANAGER_CLASS_CONF == spark_keys.FileManagerClass()
+    assert jvm_names.SPARK_CHECKPOINT_LOCATION == spark_keys.CheckpointLocation()
     sql = jvm.org.apache.spark.sql.internal.SQLConf
     assert jvm_names.PROVIDER_CLASS_CONF == sql.STATE_STORE_PROVIDER_CLASS().key()
     assert jvm_names.FILE_MANAGER_CLASS_CONF == sql.STREAMING_CHECKPOINT_FILE_MANAGER_CLASS().parent().key()
