@@ -255,9 +255,8 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         if not isinstance(enable_changelog_checkpointing, bool):
             raise TypeError("enable_changelog_checkpointing must be a bool or None, got %r"
                             % (enable_changelog_checkpointing,))
-        self._options: Dict[str, str] = {
-            jvm_names.ROCKSDB_CHANGELOG_CHECKPOINTING_CONF:
-                _setting_value("", enable_changelog_checkpointing)}
+        key = jvm_names.ROCKSDB_CHANGELOG_CHECKPOINTING_CONF
+        self._options: Dict[str, str] = {key: _setting_value(key, enable_changelog_checkpointing)}
 
     def is_changelog_checkpointing_enabled(self) -> bool:
         """
