@@ -72,3 +72,28 @@ def test_migration_targets_are_the_jvm_ones(jvm):
     jvm_targets = {k: targets.apply(k) for k in ("heap", "hdfs", "rocksdb")}
     assert jvm_targets == jvm_names.MIGRATION_TARGETS
     assert targets.size() == len(jvm_names.MIGRATION_TARGETS)
+
+
+def test_rocksdb_setting_keys_are_the_ones_spark_reads(jvm):
+    """Each RocksDB key, set to a value other than Spark's default, is what Spark's RocksDBConf
+    parses from a session's settings: a misspelt key would leave the default in place."""
+    state = jvm.org.apache.spark.sql.execution.streaming.state
+    assert jvm_names.ROCKSDB_CONF_PREFIX == state.RocksDBConf.ROCKSDB_SQL_CONF_NAME_PREFIX() + "."
+    defaults = state.RocksDBConf.apply()
+    assert (defaults.enableChangelogCheckpointing(), defaults.boundedMemoryUsage(),
+            defaults.compactOnCommit()) == (False, False, False)
+    sql = jvm.org.apache.spark.sql.internal.SQLConf()
+    values = {
+        jvm_names.ROCKSDB_CHANGELOG_CHECKPOINTING_CONF: "true",
+        jvm_names.ROCKSDB_BOUNDED_MEMORY_USAGE_CONF: "true",
+        jvm_names.ROCKSDB_MAX_MEMORY_USAGE_MB_CONF: str(defaults.totalMemoryUsageMB() + 7),
+        jvm_names.ROCKSDB_BLOCK_CACHE_SIZE_MB_CONF: str(defaults.blockCacheSizeMB() + 5),
+        jvm_names.ROCKSDB_COMPACT_ON_COMMIT_CONF: "true",
+    }
+    for key, value in values.items():
+        sql.setConfString(key, value)
+    parsed = state.RocksDBConf.apply(state.StateStoreConf.apply(sql))
+    assert parsed.enableChangelogCheckpointing() and parsed.boundedMemoryUsage() \
+        and parsed.compactOnCommit()
+    assert parsed.totalMemoryUsageMB() == defaults.totalMemoryUsageMB() + 7
+    assert parsed.blockCacheSizeMB() == defaults.blockCacheSizeMB() + 5

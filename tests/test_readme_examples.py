@@ -64,6 +64,9 @@ def connect_blocks(language: str) -> List[str]:
 EXPECTED_OUTPUT = {
     "docs/python-guide.md": ["FileSystemCheckpointStorage (checkpoints to file system",
                              "committed batches 0-2"],
+    "docs/state-backends.md": ["EmbeddedRocksDBStateBackend (org.apache.spark.sql.execution."
+                               "streaming.state.RocksDBStateStoreProvider, changelog "
+                               "checkpointing on)"],
     "docs/operations.md": ["HDFSBackedStateStoreProvider -> HeapStateStoreProvider, rows=1000",
                            "migrated batch 1 of", "RocksDBStateStoreProvider"],
 }

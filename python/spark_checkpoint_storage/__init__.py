@@ -1,6 +1,7 @@
 """
 spark-checkpoint-storage: Flink's checkpoint storages (heap-to-driver and file system) for
-Spark Structured Streaming state, as a Spark plugin reached from Python through py4j.
+Spark Structured Streaming state, as a Spark plugin reached from Python through py4j, and
+Flink's state backends (heap and RocksDB) as a choice of state store provider.
 """
 from spark_checkpoint_storage._version import __version__
 from spark_checkpoint_storage.bundled_jar import (
@@ -22,6 +23,12 @@ from spark_checkpoint_storage.checkpoint_storage import (
 )
 from spark_checkpoint_storage.errors import _install_pyspark_conversion
 from spark_checkpoint_storage.java_gateway import get_gateway
+from spark_checkpoint_storage.state_backend import (
+    CustomStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 
 # JVM errors of this package raised through PySpark (a wrong setting refused by
 # writeStream.start()) reach Python as this package's errors.
@@ -34,11 +41,15 @@ __all__ = [
     "CheckpointStorage",
     "configure_spark_with_checkpoint_storage",
     "CustomCheckpointStorage",
+    "CustomStateBackend",
     "DriverCheckpointStorage",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointCleanup",
     "FileSystemCheckpointStorage",
     "get_checkpoint_config",
     "get_gateway",
+    "HashMapStateBackend",
     "JarNotOnClasspathError",
     "JarVersionMismatchError",
+    "StateBackend",
 ]

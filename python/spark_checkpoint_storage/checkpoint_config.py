@@ -30,6 +30,7 @@ from spark_checkpoint_storage.errors import (
     convert_jvm_exception,
     jvm_errors,
 )
+from spark_checkpoint_storage.state_backend import StateBackend, _from_provider_class
 
 __all__ = [
     "CheckpointConfig",
@@ -176,9 +177,9 @@ class _SessionConf(object):
 class CheckpointConfig(object):
     """
     The checkpoint settings of a Spark session or of a session builder: which checkpoint
-    storage state goes to, how many batches stay restorable, and what stopping a query does
-    to its checkpoint (Flink: ``env.get_checkpoint_config()``). Obtain it with
-    :func:`get_checkpoint_config`.
+    storage state goes to, which state backend holds it, how many batches stay restorable,
+    and what stopping a query does to its checkpoint (Flink: ``env.get_checkpoint_config()``
+    and ``env.set_state_backend()``). Obtain it with :func:`get_checkpoint_config`.
 
     Every method writes Spark settings: on a builder they apply when the session starts; on a
     running session, runtime settings apply to queries started afterwards, and settings Spark
@@ -269,6 +270,72 @@ class CheckpointConfig(object):
         j_lookup = gateway.jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
         loader = jvm_names.jvm_class(gateway.jvm, jvm_names.STORAGE_LOADER_CLASS)
         return _from_j_checkpoint_storage(loader.load(j_lookup, gateway.jvm.scala.Option.empty()))
+
+    # -- state backend ---------------------------------------------------------------------
+
+    def set_state_backend(self, backend: StateBackend) -> "CheckpointConfig":
+        """
+        Sets the state backend of the queries of this session (Flink:
+        ``env.set_state_backend``): its state store provider
+        (``spark.sql.streaming.stateStore.providerClass``) and, for
+        :class:`~spark_checkpoint_storage.state_backend.EmbeddedRocksDBStateBackend`, the
+        RocksDB settings it holds.
+
+        On a builder it applies when the session starts. On a running session it applies to
+        queries started afterwards: Spark reads the provider when a query starts, and a query
+        resumed from a checkpoint keeps the provider recorded in that checkpoint (changing
+        the provider of existing state is a migration: see
+        :func:`~spark_checkpoint_storage.migration.migrate`).
+
+        Only the settings the backend holds are written: switching from RocksDB to
+        :class:`~spark_checkpoint_storage.state_backend.HashMapStateBackend` changes the
+        provider class and leaves the ``spark.sql.streaming.stateStore.rocksdb.*`` settings
+        as they are. Other providers never read them, and a later switch back to RocksDB
+        finds them again unless the new backend sets them.
+
+        Example:
+        ::
+
+            >>> from spark_checkpoint_storage.state_backend import EmbeddedRocksDBStateBackend
+            >>> config = get_checkpoint_config(SparkSession.builder)
+            >>> _ = config.set_state_backend(EmbeddedRocksDBStateBackend())
+            >>> config.get_state_backend().is_changelog_checkpointing_enabled()
+            True
+
+        :param backend: the state backend.
+        :return: this config.
+        """
+        if not isinstance(backend, StateBackend):
+            raise TypeError("set_state_backend takes a StateBackend (for example "
+                            "EmbeddedRocksDBStateBackend()), got %r" % (backend,))
+        for key, value in backend._to_conf().items():
+            self._conf.set(key, value)
+        return self
+
+    def get_state_backend(self) -> StateBackend:
+        """
+        The state backend the queries of this session start with, read back from
+        ``spark.sql.streaming.stateStore.providerClass``: this package's heap provider is a
+        :class:`~spark_checkpoint_storage.state_backend.HashMapStateBackend`, Spark's RocksDB
+        provider an :class:`~spark_checkpoint_storage.state_backend.EmbeddedRocksDBStateBackend`
+        with the ``spark.sql.streaming.stateStore.rocksdb.*`` settings of the session (an
+        unset changelog setting reads as Spark's default, off), any other class a
+        :class:`~spark_checkpoint_storage.state_backend.CustomStateBackend`. Unset, it is
+        Spark's default provider: ``CustomStateBackend`` of ``HDFSBackedStateStoreProvider``
+        (:func:`configure_spark_with_checkpoint_storage` sets the heap provider on a builder
+        that names none).
+
+        Example:
+        ::
+
+            >>> get_checkpoint_config(SparkSession.builder).get_state_backend().get_provider_class()
+            'org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider'
+
+        :return: the state backend.
+        """
+        conf = {key: self._conf.get(key) for key in self._conf.keys()
+                if key.startswith(jvm_names.ROCKSDB_CONF_PREFIX)}
+        return _from_provider_class(self._conf.get(jvm_names.PROVIDER_CLASS_CONF), conf)
 
     # -- retained checkpoints --------------------------------------------------------------
 
@@ -408,7 +475,8 @@ def _append_list(options: Dict[str, Any], key: str, value: str) -> str:
 
 
 def configure_spark_with_checkpoint_storage(builder: Any,
-                                            storage: Optional[CheckpointStorage] = None) -> Any:
+                                            storage: Optional[CheckpointStorage] = None,
+                                            state_backend: Optional[StateBackend] = None) -> Any:
     """
     Configures the session ``builder`` will create for spark-checkpoint-storage, and returns
     the builder:
@@ -423,7 +491,11 @@ def configure_spark_with_checkpoint_storage(builder: Any,
     * ``storage``, when given, becomes the checkpoint storage of the session's queries.
       Without it the storage follows the configuration
       (``spark.sql.streaming.checkpointStorage``; default: file system when a checkpoint
-      directory is known, else driver heap).
+      directory is known, else driver heap);
+    * ``state_backend``, when given, sets the state store provider and its settings (see
+      :meth:`CheckpointConfig.set_state_backend`), over any provider the builder names.
+      Without it: the builder's provider, else
+      :class:`~spark_checkpoint_storage.state_backend.HashMapStateBackend`.
 
     A Spark Connect builder (``.remote(...)``) cannot add a jar or a plugin to a server that
     already runs: start the server with them instead (see the Python guide, "Spark Connect").
@@ -438,8 +510,14 @@ def configure_spark_with_checkpoint_storage(builder: Any,
         >>> builder = configure_spark_with_checkpoint_storage(builder, DriverCheckpointStorage())
         >>> spark = builder.getOrCreate()  # doctest: +SKIP
 
+        >>> from spark_checkpoint_storage.state_backend import EmbeddedRocksDBStateBackend
+        >>> builder = configure_spark_with_checkpoint_storage(
+        ...     SparkSession.builder.master("local[2]"),
+        ...     state_backend=EmbeddedRocksDBStateBackend())
+
     :param builder: a ``pyspark.sql.SparkSession.Builder``.
     :param storage: the checkpoint storage, optional.
+    :param state_backend: the state backend, optional.
     :return: the same builder, configured.
     """
     if _is_remote_builder(builder):
@@ -448,6 +526,9 @@ def configure_spark_with_checkpoint_storage(builder: Any,
             "jar and the plugin must be on the Spark Connect server when it starts. Start the "
             "server with %s, then set the storage on the Connect session with "
             "get_checkpoint_config(spark)." % _server_options())
+    if state_backend is not None and not isinstance(state_backend, StateBackend):
+        raise TypeError("state_backend must be a StateBackend (for example "
+                        "EmbeddedRocksDBStateBackend()), got %r" % (state_backend,))
     _check_running_jvm_has_jar()
     options = getattr(builder, "_options", {})
     builder = builder.config(jvm_names.JARS_CONF,
@@ -461,6 +542,8 @@ def configure_spark_with_checkpoint_storage(builder: Any,
             builder = builder.config(key, value)
     if storage is not None:
         get_checkpoint_config(builder).set_checkpoint_storage(storage)
+    if state_backend is not None:
+        get_checkpoint_config(builder).set_state_backend(state_backend)
     _guard_get_or_create(builder)
     return builder
 

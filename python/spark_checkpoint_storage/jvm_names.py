@@ -28,6 +28,12 @@ __all__ = [
     "MIGRATION_TARGETS",
     "PROVIDER_CLASS_CONF",
     "FILE_MANAGER_CLASS_CONF",
+    "ROCKSDB_CONF_PREFIX",
+    "ROCKSDB_CHANGELOG_CHECKPOINTING_CONF",
+    "ROCKSDB_BOUNDED_MEMORY_USAGE_CONF",
+    "ROCKSDB_MAX_MEMORY_USAGE_MB_CONF",
+    "ROCKSDB_BLOCK_CACHE_SIZE_MB_CONF",
+    "ROCKSDB_COMPACT_ON_COMMIT_CONF",
     "spark_file_manager_class",
     "jvm_class",
 ]
@@ -133,6 +139,19 @@ QUERY_LISTENERS_CONF = "spark.sql.streaming.streamingQueryListeners"
 MIN_BATCHES_TO_RETAIN = "spark.sql.streaming.minBatchesToRetain"
 #: Spark's default checkpoint root of queries.
 SPARK_CHECKPOINT_LOCATION = "spark.sql.streaming.checkpointLocation"
+
+#: The prefix of every setting of Spark's RocksDB state store provider (its ``RocksDBConf``).
+ROCKSDB_CONF_PREFIX = "spark.sql.streaming.stateStore.rocksdb."
+#: RocksDB: commit a batch as a changelog of its changes, snapshots in the background.
+ROCKSDB_CHANGELOG_CHECKPOINTING_CONF = ROCKSDB_CONF_PREFIX + "changelogCheckpointing.enabled"
+#: RocksDB: one memory budget shared by every RocksDB instance of an executor.
+ROCKSDB_BOUNDED_MEMORY_USAGE_CONF = ROCKSDB_CONF_PREFIX + "boundedMemoryUsage"
+#: RocksDB: that budget, in MiB (with bounded memory usage).
+ROCKSDB_MAX_MEMORY_USAGE_MB_CONF = ROCKSDB_CONF_PREFIX + "maxMemoryUsageMB"
+#: RocksDB: the block cache of each instance, in MiB (without bounded memory usage).
+ROCKSDB_BLOCK_CACHE_SIZE_MB_CONF = ROCKSDB_CONF_PREFIX + "blockCacheSizeMB"
+#: RocksDB: compact the database at every commit.
+ROCKSDB_COMPACT_ON_COMMIT_CONF = ROCKSDB_CONF_PREFIX + "compactOnCommit"
 
 # -- settings of the checkpoint storage (the JVM's CheckpointStorageOptions) ------------------
 
