@@ -567,3 +567,53 @@ def test_transform_with_state_on_the_hash_map_backend_fails_with_spark_message(s
         spark.conf.unset(CHANGELOG)
     assert sorted(tuple(r) for r in spark.read.parquet(
         os.path.join(root, "rocksdb-out")).collect()) == [(1, 1, 1), (2, 1, 2)]
+
+
+# --------------------------------------------------------------------------------------
+# Real-Time Mode (Spark 4.3): Spark refuses it on any provider but RocksDB
+
+@pytest.mark.skipif(_LINE < (4, 3), reason="Spark refuses other providers for Real-Time Mode from 4.3")
+def test_real_time_mode_on_the_hash_map_backend_says_to_pick_rocksdb(spark, tmp_path):
+    """Spark refuses every Real-Time Mode query, stateless ones too, while a provider other
+    than RocksDB is set: with the hash-map backend the user reads which backend to pick, and
+    the same query passes that check once the RocksDB backend is set (it then stops at the
+    rate source, which Real-Time Mode does not read: only Kafka's source does)."""
+    from pyspark.errors import StreamingQueryException
+    from spark_checkpoint_storage.errors import StateBackendNotSupportedException
+
+    config = get_checkpoint_config(spark)
+    rate = spark.readStream.format("rate").load()
+    stateless, stateful = rate, rate.groupBy("value").count()
+
+    def start(df, name):
+        return (df.writeStream.format("console").outputMode("update")
+                .trigger(realTime="5 seconds")
+                .option("checkpointLocation", str(tmp_path / name)).start())
+
+    config.set_state_backend(HashMapStateBackend())
+    try:
+        for name, df in (("stateless", stateless), ("stateful", stateful)):
+            with pytest.raises(StateBackendNotSupportedException) as e:
+                start(df, name)
+            message = str(e.value)
+            assert message.startswith("[CHECKPOINT_STORAGE.STATE_BACKEND_NOT_SUPPORTED] Real-Time Mode "
+                                      "needs the RocksDB state backend"), message
+            assert "set_state_backend(EmbeddedRocksDBStateBackend())" in message
+            assert "stateless ones too" in message
+            # Spark's own words follow ours.
+            assert "STREAMING_REAL_TIME_MODE.SQL_CONFIGURATION_NOT_SUPPORTED" in message
+            assert isinstance(e.value, ValueError)
+            assert not (tmp_path / name / "offsets").exists()
+        config.set_state_backend(EmbeddedRocksDBStateBackend())
+        query = start(stateful, "rocksdb")
+        try:
+            with pytest.raises(StreamingQueryException) as e:
+                query.awaitTermination(120)
+        finally:
+            query.stop()
+        assert "SQL_CONFIGURATION_NOT_SUPPORTED" not in str(e.value), str(e.value)
+        assert "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED" in str(e.value), str(e.value)
+        assert "RateStreamMicroBatchStream" in str(e.value), str(e.value)
+    finally:
+        config.set_state_backend(HashMapStateBackend())
+

@@ -27,6 +27,7 @@ from spark_checkpoint_storage import jvm_names
 __all__ = [
     "CheckpointStorageException",
     "IllegalCheckpointStorageArgumentException",
+    "StateBackendNotSupportedException",
     "StateSizeLimitException",
     "CorruptCheckpointException",
     "CheckpointNotFoundException",
@@ -101,6 +102,26 @@ class IllegalCheckpointStorageArgumentException(CheckpointStorageException, Valu
     """A value or setting is out of range or of the wrong kind (JVM ``IllegalArgumentException``)."""
 
     CONDITION = "CHECKPOINT_STORAGE.INVALID_ARGUMENT"
+
+
+class StateBackendNotSupportedException(IllegalCheckpointStorageArgumentException):
+    """
+    The query needs another state backend than the session names: Spark's Real-Time Mode
+    (4.3) runs only on Spark's RocksDB provider and refuses every query, stateless ones
+    included, while the hash-map backend (``HeapStateStoreProvider``) is set.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.state_backend import EmbeddedRocksDBStateBackend
+        >>> try:
+        ...     query = df.writeStream.trigger(realTime="5 seconds").start()
+        ... except StateBackendNotSupportedException:
+        ...     get_checkpoint_config(spark).set_state_backend(EmbeddedRocksDBStateBackend())
+        ...     query = df.writeStream.trigger(realTime="5 seconds").start()
+    """
+
+    CONDITION = "CHECKPOINT_STORAGE.STATE_BACKEND_NOT_SUPPORTED"
 
 
 class StateSizeLimitException(CheckpointStorageException, IOError):
@@ -305,6 +326,42 @@ def _own_error(java: Any) -> Any:
         return None
 
 
+_REAL_TIME_MODE_CONFIGURATION = "STREAMING_REAL_TIME_MODE.SQL_CONFIGURATION_NOT_SUPPORTED"
+
+
+def _real_time_mode_refusal(java: Any) -> Optional[StateBackendNotSupportedException]:
+    """
+    Spark 4.3 refuses a Real-Time Mode query at ``start()`` while the session names a
+    provider other than its RocksDB one, and its words ask to "update or remove" a setting
+    that this package's helpers set: with the hash-map backend in effect, say which backend
+    to pick instead, keeping Spark's words after ours. None for any other error.
+    """
+    try:
+        message = str(java.getMessage() or "")
+        if _REAL_TIME_MODE_CONFIGURATION not in message or jvm_names.PROVIDER_CLASS_CONF not in message:
+            return None
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        provider = session.conf.get(jvm_names.PROVIDER_CLASS_CONF, None) if session is not None else None
+        if provider != jvm_names.HEAP_PROVIDER_CLASS:
+            return None
+        java_class = str(java.getClass().getName())
+    except Exception:
+        return None
+    return StateBackendNotSupportedException(
+        "Real-Time Mode needs the RocksDB state backend: Spark runs Real-Time Mode queries only on "
+        "%s and refuses every one of them, stateless ones too, while %s names another provider, "
+        "here the hash-map backend (%s). Set the RocksDB backend before start(), for the session "
+        "or just for this query (Spark reads the provider when a query starts; the checkpoint "
+        "storage stays as it is): get_checkpoint_config(spark).set_state_backend("
+        "EmbeddedRocksDBStateBackend()), or configure_spark_with_checkpoint_storage(builder, "
+        "state_backend=EmbeddedRocksDBStateBackend()), or %s=%s. Spark said: %s"
+        % (jvm_names.ROCKSDB_PROVIDER_CLASS, jvm_names.PROVIDER_CLASS_CONF, jvm_names.HEAP_PROVIDER_CLASS,
+           jvm_names.PROVIDER_CLASS_CONF, jvm_names.ROCKSDB_PROVIDER_CLASS, message),
+        java_class=java_class)
+
+
 def _install_pyspark_conversion() -> None:
     """
     Makes PySpark raise this package's errors for the JVM errors of this package: a wrong
@@ -328,6 +385,9 @@ def _install_pyspark_conversion() -> None:
             converted = _from_java(own)
             if converted is not None:
                 return converted
+        refusal = _real_time_mode_refusal(e)
+        if refusal is not None:
+            return refusal
         return original(e)
 
     convert_exception._spark_checkpoint_storage = True  # type: ignore[attr-defined]
