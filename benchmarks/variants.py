@@ -27,7 +27,7 @@ OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
 
 PROVIDER = jvm_names.PROVIDER_CLASS_CONF
 FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
-CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+CHANGELOG = jvm_names.ROCKSDB_CHANGELOG_CHECKPOINTING_CONF
 STORAGE = jvm_names.STORAGE
 
 BUILTIN_PROVIDERS = (HDFS, ROCKSDB)
@@ -54,6 +54,15 @@ VARIANTS: Dict[str, Dict] = {
     "heap-driver": {"label": "Heap + DriverCheckpointStorage (with path)", "builtin": False,
                     "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "driver",
                              STORAGE + ".checkpointPath": "{checkpoint}"}},
+    # W7: Spark's RocksDB provider (the RocksDB state backend, changelog on) on our file
+    # manager and each checkpoint storage, against "rocksdb-changelog" on Spark's own.
+    "rocksdb-fs": {"label": "RocksDB + changelog + FileSystemCheckpointStorage", "builtin": False,
+                   "conf": {PROVIDER: ROCKSDB, CHANGELOG: "true", FILE_MANAGER: OUR_FILE_MANAGER,
+                            STORAGE: "filesystem"}},
+    "rocksdb-driver": {"label": "RocksDB + changelog + DriverCheckpointStorage (with path)",
+                       "builtin": False,
+                       "conf": {PROVIDER: ROCKSDB, CHANGELOG: "true", FILE_MANAGER: OUR_FILE_MANAGER,
+                                STORAGE: "driver", STORAGE + ".checkpointPath": "{checkpoint}"}},
     # Not a provider: the same batches aggregated without any state (foreachBatch), so what
     # Spark itself spends per batch (reading, shuffling, aggregating) - the floor no state
     # store can go below. Shown next to the ratios, never compared as ours or built-in.
