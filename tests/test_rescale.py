@@ -208,8 +208,14 @@ def test_same_provider_new_count_and_back(spark, small_checkpoint, tmp_path):
     assert_counts_match(spark, source, out)
 
 
+def spark_built_in_target(spark) -> str:
+    """Spark's provider a line's migrations write: RocksDB from 4.2 (its stores open empty at
+    a version from there), HDFS before (RocksDB refused: test_rocksdb_target_before_spark_4_2)."""
+    return "rocksdb" if spark_line(spark) >= (4, 2) else "hdfs"
+
+
 def test_canonical_savepoint_restored_at_another_count(spark, small_checkpoint, tmp_path):
-    """A canonical savepoint taken at 4 partitions restores into RocksDB at 3."""
+    """A canonical savepoint taken at 4 partitions restores into Spark's provider at 3."""
     import shutil
     from spark_checkpoint_storage.migration import migrate
     from spark_checkpoint_storage.savepoints import savepoint
@@ -218,9 +224,10 @@ def test_canonical_savepoint_restored_at_another_count(spark, small_checkpoint, 
     shutil.copytree(os.path.join(root, "out"), out)
     sp, dst = str(tmp_path / "sp"), str(tmp_path / "dst")
     savepoint(small_checkpoint, sp, format="canonical")
-    result = migrate(sp, dst, to="rocksdb", num_partitions=3)
+    target = spark_built_in_target(spark)
+    result = migrate(sp, dst, to=target, num_partitions=3)
     assert (result.num_partitions, result.rows) == (3, 40)
-    assert result.target_provider == so.provider_class("rocksdb")
+    assert result.target_provider == so.provider_class(target)
     assert misplaced(spark, dst, 3) == (0, [0, 1, 2])
     resume(spark, source, dst, out, spark.createDataFrame([(k, 1) for k in range(45)], COUNTS))
     assert_counts_match(spark, source, out)
@@ -277,7 +284,8 @@ def test_command_line_rescale_shows_progress(spark, small_checkpoint, tmp_path, 
 
 
 def test_killed_rescale_then_several_hundred_thousand_keys(spark, tmp_path, subproc):
-    """200k keys in 4 partitions on Spark's HDFS provider. A rescale to 16 SIGKILLed while it
+    """200k keys in 4 partitions on Spark's HDFS provider. A rescale to 16 (into Spark's
+    provider of the line: RocksDB from 4.2, else HDFS) SIGKILLed while it
     writes leaves no checkpoint at the target and a hidden sibling saying what it is; the next
     one to that target refuses, naming it. Once that is deleted, a rescale into ours at 7,
     with progress reported, puts every key in its partition; resumed on 7 and fed more, the
@@ -297,7 +305,8 @@ def test_killed_rescale_then_several_hundred_thousand_keys(spark, tmp_path, subp
     before = tree(src)
     script = tmp_path / "rescale.py"
     script.write_text("from spark_checkpoint_storage.migration import migrate\n"
-                      "migrate(%r, %r, to='rocksdb', num_partitions=16)\n" % (src, dst))
+                      "migrate(%r, %r, to=%r, num_partitions=16)\n"
+                      % (src, dst, spark_built_in_target(spark)))
     proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True,
                             env=subproc.env(), cwd=str(tmp_path),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
