@@ -171,7 +171,16 @@ class _SessionConf(object):
         self._session.conf.unset(key)
 
     def keys(self) -> "list[str]":
-        return list(self._session.conf.getAll.keys())
+        conf = self._session.conf
+        if hasattr(conf, "getAll"):
+            return list(conf.getAll.keys())
+        # pyspark 3.5's RuntimeConfig lists nothing: ask the session's JVM side.
+        jsession = getattr(self._session, "_jsparkSession", None)
+        if jsession is None:
+            return []
+        jvm = self._session.sparkContext._jvm
+        settings = jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(jsession.conf().getAll()).asJava()
+        return [str(k) for k in settings.keySet()]
 
 
 class CheckpointConfig(object):
