@@ -1,0 +1,297 @@
+"""Kafka as source and sink of stateful queries, on both state backends (HashMapStateBackend,
+EmbeddedRocksDBStateBackend) through both checkpoint storages (FileSystemCheckpointStorage,
+DriverCheckpointStorage with a checkpoint path), across a driver restart: a real Kafka broker
+(tests/realfs.py's KafkaBroker, session-scoped), Spark's Kafka connector of the running line
+(dev/realfs/pom-kafka-spark<line>.xml, on the drivers' class path through ``spark.jars``).
+
+Two queries, each in the four backend x storage variants, run concurrently in one driver per
+phase (each phase a process of its own):
+
+- an aggregation: Kafka -> ``groupBy(k)`` count and sum, update mode -> Kafka. Every output
+  record carries its key's running count, so a record written twice shows as a repeated
+  (key, count);
+- a deduplication: Kafka -> ``dropDuplicates(id)`` -> Kafka, fed ids that repeat within a
+  batch, across batches and across the restart.
+
+The last driver reads both topics back with batch ``spark.read.format("kafka")`` and computes
+the same results as batch queries over the input topics.
+
+Spark's Kafka sink is at-least-once: a driver that dies after a batch's records reached Kafka
+but before the batch's commit replays the batch, records included. So exactly-once is
+asserted where Spark promises it, across a clean stop (``processAllAvailable``, then
+``stop``) and a new driver; across a killed driver the test asserts at-least-once: nothing
+lost, the state right, and repeats only of the batch the kill interrupted.
+"""
+import json
+import os
+import signal
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+import pyspark
+import pytest
+
+from conftest import ROOT, assert_ok
+
+_LINE = ".".join(pyspark.__version__.split(".")[:2])
+_CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(_CONNECTOR_POM),
+    reason="no Kafka connector set for Spark %s (dev/realfs/pom-kafka-spark%s.xml): Spark's "
+           "Kafka connector is tested on the lines that have one" % (_LINE, _LINE))
+
+#: (state backend, checkpoint storage) of every variant each driver runs
+VARIANTS = [(backend, storage) for backend in ("hashmap", "rocksdb")
+            for storage in ("filesystem", "driver")]
+
+DRIVER = r"""
+import json, os, signal, sys
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from spark_checkpoint_storage import (
+    DriverCheckpointStorage, EmbeddedRocksDBStateBackend, FileSystemCheckpointStorage,
+    HashMapStateBackend, configure_spark_with_checkpoint_storage, get_checkpoint_config,
+    jvm_names)
+
+spec = json.loads(%r)
+root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
+
+builder = (SparkSession.builder.master("local[2]")
+           .config("spark.ui.enabled", "false")
+           .config("spark.ui.showConsoleProgress", "false")
+           .config("spark.driver.memory", "512m")
+           .config("spark.jars", ",".join(spec["jars"]))
+           .config("spark.sql.shuffle.partitions", 2))
+spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+config = get_checkpoint_config(spark)
+
+
+def kafka_stream(topic):
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("startingOffsets", "earliest")
+            # Small batches: a wave of input spans several micro-batches.
+            .option("maxOffsetsPerTrigger", 25).load()
+            .select(F.col("value").cast("string").alias("json")))
+
+
+def aggregation(name):
+    rows = kafka_stream(topics["events"]).select(F.from_json("json", "k string, v long").alias("e"))
+    counts = rows.groupBy("e.k").agg(F.count("*").alias("n"), F.sum("e.v").alias("total"))
+    return counts.select(
+        F.concat_ws("|", F.lit(name), "k").alias("key"),
+        F.to_json(F.struct(F.lit(name).alias("variant"), "k", "n", "total")).alias("value"))
+
+
+def deduplication(name):
+    rows = kafka_stream(topics["ids"]).select(F.from_json("json", "id long, wave int").alias("e"))
+    return rows.select("e.*").dropDuplicates(["id"]).select(
+        F.concat_ws("|", F.lit(name), F.col("id").cast("string")).alias("key"),
+        F.to_json(F.struct(F.lit(name).alias("variant"), "id")).alias("value"))
+
+
+def start(kind, backend, storage):
+    name = "%%s-%%s" %% (backend, storage)
+    folder = os.path.join(root, kind, name)
+    config.set_state_backend(HashMapStateBackend() if backend == "hashmap"
+                             else EmbeddedRocksDBStateBackend())
+    config.set_checkpoint_storage(FileSystemCheckpointStorage(os.path.join(folder, "storage"))
+                                  if storage == "filesystem"
+                                  else DriverCheckpointStorage(os.path.join(folder, "storage")))
+    df = aggregation(name) if kind == "aggregation" else deduplication(name)
+    query = (df.writeStream.format("kafka").outputMode("update")
+             .option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topics[kind + "-out"])
+             .option("checkpointLocation", os.path.join(folder, "checkpoint"))
+             .queryName("%%s-%%s" %% (kind, name)).start())
+    return query, os.path.join(folder, "checkpoint")
+
+
+def produce(wave):
+    events = spark.createDataFrame([(k, v) for k, v in wave["events"]], "k string, v long")
+    (events.select(F.col("k").alias("key"), F.to_json(F.struct("k", "v")).alias("value"))
+     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", topics["events"]).save())
+    ids = spark.createDataFrame([(i, wave["number"]) for i in wave["ids"]], "id long, wave int")
+    (ids.select(F.col("id").cast("string").alias("key"), F.to_json(F.struct("id", "wave")).alias("value"))
+     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", topics["ids"]).save())
+
+
+queries = [start(kind, backend, storage) for kind in ("aggregation", "deduplication")
+           for backend, storage in spec["variants"]]
+for wave in spec["waves"]:
+    produce(wave)
+    for query, _ in queries:
+        query.processAllAvailable()
+
+if spec.get("kill"):
+    # The last wave arrives; the driver dies, JVM first, once every query has planned a
+    # batch of it (its offsets written) that none has committed yet: each resumes by
+    # replaying an interrupted batch.
+    planned = {c: len(os.listdir(os.path.join(c, "offsets"))) for _, c in queries}
+    produce(spec["kill"])
+    def interrupted(checkpoint):
+        offsets = set(os.listdir(os.path.join(checkpoint, "offsets")))
+        commits = set(os.listdir(os.path.join(checkpoint, "commits")))
+        return len(offsets) > planned[checkpoint] and bool(offsets - commits)
+    while not all(interrupted(c) for _, c in queries):
+        for query, _ in queries:
+            if query.exception() is not None:
+                raise query.exception()
+    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    with open(os.path.join(root, "killed-at.json"), "w") as f:
+        json.dump({c: sorted(set(os.listdir(os.path.join(c, "offsets")))
+                             - set(os.listdir(os.path.join(c, "commits")))) for _, c in queries}, f)
+    os.kill(jvm, signal.SIGKILL)
+    os._exit(0)
+
+for query, checkpoint in queries:
+    query.stop()
+    with open(os.path.join(checkpoint, "offsets", "0")) as f:
+        recorded = f.read()
+    expected = (jvm_names.HEAP_PROVIDER_CLASS if "/hashmap-" in checkpoint
+                else jvm_names.ROCKSDB_PROVIDER_CLASS)
+    assert expected in recorded, (checkpoint, recorded)
+
+if spec.get("read_back"):
+    def topic(name):
+        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", topics[name]).option("startingOffsets", "earliest")
+                .option("endingOffsets", "latest").load()
+                .select("partition", "offset", F.col("key").cast("string").alias("key"),
+                        F.col("value").cast("string").alias("value")))
+    records = {name: [tuple(r) for r in topic(name).orderBy("partition", "offset").collect()]
+               for name in ("events", "ids", "aggregation-out", "deduplication-out")}
+    events = topic("events").select(F.from_json("value", "k string, v long").alias("e"))
+    batch_aggregation = {r["k"]: [r["n"], r["total"]] for r in events.groupBy("e.k").agg(
+        F.count("*").alias("n"), F.sum("e.v").alias("total")).collect()}
+    ids = topic("ids").select(F.from_json("value", "id long, wave int").alias("e"))
+    batch_ids = sorted(r["id"] for r in ids.select("e.id").distinct().collect())
+    with open(os.path.join(root, "read-back.json"), "w") as f:
+        json.dump({"records": records, "aggregation": batch_aggregation, "ids": batch_ids}, f)
+print("PHASE DONE")
+spark.stop()
+"""
+
+
+def _connector_jars() -> List[str]:
+    import realfs
+    return realfs.jar_list("kafka-spark" + _LINE)
+
+
+@pytest.fixture(scope="module")
+def connector_jars() -> List[str]:
+    return _connector_jars()
+
+
+def waves(first: int, count: int) -> List[Dict]:
+    """``count`` waves of input from wave number ``first`` on: 40 events over 8 keys, and 30
+    ids of which about a third were already sent (in this wave or an earlier one)."""
+    out = []
+    for number in range(first, first + count):
+        events = [("k%d" % ((number * 7 + i) % 8), (number * 40 + i) % 13 + 1) for i in range(40)]
+        fresh = list(range(number * 20, number * 20 + 20))
+        repeated = [fresh[i] for i in range(0, 20, 4)] + [max(0, number * 20 - 1 - 3 * i) for i in range(5)]
+        out.append({"number": number, "events": events, "ids": fresh + repeated})
+    return out
+
+
+def run_driver(subproc, spec: Dict) -> str:
+    result = subproc.python(DRIVER % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
+    return result
+
+
+def read_back(root: str) -> Dict:
+    with open(os.path.join(root, "read-back.json")) as f:
+        return json.load(f)
+
+
+def variant_names() -> List[str]:
+    return sorted("%s-%s" % v for v in VARIANTS)
+
+
+def aggregation_outputs(data: Dict) -> Dict[str, Dict[str, List[Tuple[int, int]]]]:
+    """Per variant, per key: the (count, sum) records the query wrote, in the order Kafka holds
+    them (all of a key's records are in one partition: the partitioner hashes the key)."""
+    out: Dict[str, Dict[str, List[Tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for _, _, _, value in data["records"]["aggregation-out"]:
+        row = json.loads(value)
+        out[row["variant"]][row["k"]].append((row["n"], row["total"]))
+    return out
+
+
+def prefix_sums(data: Dict) -> Dict[str, List[int]]:
+    """Per key, the sum of its first n input events for every n, in the order the source reads
+    them (a key's events are in one partition of the input topic)."""
+    sums: Dict[str, List[int]] = defaultdict(lambda: [0])
+    for _, _, _, value in data["records"]["events"]:
+        row = json.loads(value)
+        sums[row["k"]].append(sums[row["k"]][-1] + row["v"])
+    return sums
+
+
+def dedup_outputs(data: Dict) -> Dict[str, List[int]]:
+    out: Dict[str, List[int]] = defaultdict(list)
+    for _, _, _, value in data["records"]["deduplication-out"]:
+        row = json.loads(value)
+        out[row["variant"]].append(row["id"])
+    return out
+
+
+def topics_for(broker, prefix: str) -> Dict[str, str]:
+    topics = {"events": prefix + "-events", "ids": prefix + "-ids",
+              "aggregation-out": prefix + "-aggregation-out",
+              "deduplication-out": prefix + "-deduplication-out"}
+    for name, partitions in (("events", 3), ("ids", 2), ("aggregation-out", 2), ("deduplication-out", 2)):
+        broker.create_topic(topics[name], partitions)
+    return topics
+
+
+@pytest.fixture(scope="module")
+def clean_restart(kafka_broker, connector_jars, tmp_path_factory):
+    """Two drivers over the same checkpoints: the first runs two waves of input, then stops
+    its queries cleanly (every batch committed) and exits; the second resumes them, runs two
+    more waves, stops them and reads both topics back. Returns what it read."""
+    root = str(tmp_path_factory.mktemp("kafka-clean"))
+    topics = topics_for(kafka_broker, "clean")
+    from conftest import Subprocess
+    for phase, (first, read) in enumerate(((0, False), (2, True)), start=1):
+        spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
+                "jars": connector_jars, "variants": VARIANTS, "waves": waves(first, 2),
+                "read_back": read}
+        folder = tmp_path_factory.mktemp("kafka-clean-phase%d" % phase)
+        assert "PHASE DONE" in assert_ok(run_driver(Subprocess(folder), spec))
+    return read_back(root)
+
+
+def test_aggregation_exactly_once_across_a_clean_restart(clean_restart):
+    """Every variant's output topic holds, per key, each running (count, sum) exactly once,
+    counts rising in the topic's order, every sum the sum of the key's first `count` input
+    events (the state carried across the restart), and the last record per key equal to the
+    batch aggregation of the whole input topic."""
+    data = clean_restart
+    outputs = aggregation_outputs(data)
+    sums = prefix_sums(data)
+    assert sorted(outputs) == variant_names()
+    assert len(data["aggregation"]) == 8
+    for variant, per_key in outputs.items():
+        assert sorted(per_key) == sorted(data["aggregation"]), variant
+        for key, records in per_key.items():
+            counts = [n for n, _ in records]
+            assert counts == sorted(set(counts)), (variant, key, records)
+            assert all(total == sums[key][n] for n, total in records), (variant, key, records)
+            assert list(records[-1]) == data["aggregation"][key], (variant, key, records)
+
+
+def test_deduplication_exactly_once_across_a_clean_restart(clean_restart):
+    """Every variant's output topic holds every distinct input id exactly once, though ids
+    repeat within a wave, across waves and across the restart."""
+    data = clean_restart
+    outputs = dedup_outputs(data)
+    assert sorted(outputs) == variant_names()
+    inputs = [json.loads(v)["id"] for _, _, _, v in data["records"]["ids"]]
+    assert len(inputs) > len(set(inputs)) + 20  # the input repeats, also across the restart
+    for variant, ids in outputs.items():
+        assert sorted(ids) == data["ids"], variant
