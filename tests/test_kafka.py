@@ -46,7 +46,7 @@ VARIANTS = [(backend, storage) for backend in ("hashmap", "rocksdb")
             for storage in ("filesystem", "driver")]
 
 DRIVER = r"""
-import json, os, signal, sys
+import json, os, signal, sys, time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_checkpoint_storage import (
@@ -126,25 +126,42 @@ for wave in spec["waves"]:
     for query, _ in queries:
         query.processAllAvailable()
 
+def batches(checkpoint, folder):
+    return {int(n) for n in os.listdir(os.path.join(checkpoint, folder)) if n.isdigit()}
+
+
+def source_offsets(checkpoint, batch):
+    with open(os.path.join(checkpoint, "offsets", str(batch))) as f:
+        return json.loads(f.read().splitlines()[2])
+
+
 if spec.get("kill"):
-    # The last wave arrives; the driver dies, JVM first, once every query has planned a
-    # batch of it (its offsets written) that none has committed yet: each resumes by
-    # replaying an interrupted batch.
-    planned = {c: len(os.listdir(os.path.join(c, "offsets"))) for _, c in queries}
-    produce(spec["kill"])
-    def interrupted(checkpoint):
-        offsets = set(os.listdir(os.path.join(checkpoint, "offsets")))
-        commits = set(os.listdir(os.path.join(checkpoint, "commits")))
-        return len(offsets) > planned[checkpoint] and bool(offsets - commits)
-    while not all(interrupted(c) for _, c in queries):
+    # More input arrives; the driver dies, JVM first, once every query has planned a batch
+    # of it and one at least has not committed its batch (it resumes by replaying it). A
+    # wave more arrives whenever all are between batches.
+    spare = list(spec["kill"])
+    planned = {c: max(batches(c, "offsets")) for _, c in queries}
+    produce(spare.pop(0))
+    while True:
         for query, _ in queries:
             if query.exception() is not None:
                 raise query.exception()
-    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    with open(os.path.join(root, "killed-at.json"), "w") as f:
-        json.dump({c: sorted(set(os.listdir(os.path.join(c, "offsets")))
-                             - set(os.listdir(os.path.join(c, "commits")))) for _, c in queries}, f)
-    os.kill(jvm, signal.SIGKILL)
+        open_batches = {c: batches(c, "offsets") - batches(c, "commits") for _, c in queries}
+        if all(max(batches(c, "offsets")) > planned[c] for c in planned):
+            if any(open_batches.values()):
+                break
+            planned = {c: max(batches(c, "offsets")) for _, c in queries}
+            produce(spare.pop(0))
+        time.sleep(0.05)
+    interrupted = {}
+    for _, c in queries:
+        for batch in open_batches[c]:
+            interrupted[os.path.relpath(os.path.dirname(c), root)] = {
+                "batch": batch, "start": source_offsets(c, batch - 1),
+                "end": source_offsets(c, batch)}
+    with open(os.path.join(root, "interrupted.json"), "w") as f:
+        json.dump(interrupted, f)
+    os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)
     os._exit(0)
 
 for query, checkpoint in queries:
@@ -295,3 +312,85 @@ def test_deduplication_exactly_once_across_a_clean_restart(clean_restart):
     assert len(inputs) > len(set(inputs)) + 20  # the input repeats, also across the restart
     for variant, ids in outputs.items():
         assert sorted(ids) == data["ids"], variant
+
+
+@pytest.fixture(scope="module")
+def killed_restart(kafka_broker, connector_jars, tmp_path_factory):
+    """Two drivers over the same checkpoints: the first runs two waves of input, then gets
+    more and is killed (SIGKILL to its JVM) while one query at least has a batch planned but
+    not committed; the second resumes every query, runs one more wave, stops them cleanly and
+    reads both topics back. Returns what it read, and the batches the kill interrupted."""
+    root = str(tmp_path_factory.mktemp("kafka-killed"))
+    topics = topics_for(kafka_broker, "killed")
+    from conftest import Subprocess
+    base = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
+            "jars": connector_jars, "variants": VARIANTS}
+    folder = tmp_path_factory.mktemp("kafka-killed-phase1")
+    first = run_driver(Subprocess(folder), dict(base, waves=waves(0, 2), kill=waves(2, 4)))
+    assert first.returncode == 0 and "PHASE DONE" not in first.stdout, first.stderr[-5000:]
+    with open(os.path.join(root, "interrupted.json")) as f:
+        interrupted = json.load(f)
+    folder = tmp_path_factory.mktemp("kafka-killed-phase2")
+    assert "PHASE DONE" in assert_ok(run_driver(Subprocess(folder), dict(
+        base, waves=waves(6, 1), read_back=True)))
+    return read_back(root), interrupted
+
+
+def in_batch(record: List, batch: Dict) -> bool:
+    """Whether an input record ([partition, offset, key, value]) is one an interrupted batch
+    read: its offset in [start, end) of its partition."""
+    partition, offset = str(record[0]), record[1]
+    (start,), (end,) = batch["start"].values(), batch["end"].values()
+    return start.get(partition, 0) <= offset < end.get(partition, 0)
+
+
+def test_a_killed_driver_loses_nothing_and_repeats_only_the_interrupted_batch(killed_restart):
+    """At-least-once, as Spark's Kafka sink promises across a crash: after the driver is
+    killed mid-batch and a new one resumes, every variant's output still holds every distinct
+    input id and, per key, every running (count, sum) it emits is the sum of the key's first
+    `count` events, ending at the batch aggregation of the whole input. Records repeat only
+    where the batch the kill interrupted was replayed: ids that batch read, and per key the
+    one count that batch emitted, each at most twice."""
+    data, interrupted = killed_restart
+    # One query at least was between a batch's plan and its commit when the driver died.
+    assert interrupted and all(i["batch"] >= 1 for i in interrupted.values()), interrupted
+
+    sums = prefix_sums(data)
+    outputs = aggregation_outputs(data)
+    assert sorted(outputs) == variant_names()
+    for variant, per_key in outputs.items():
+        assert sorted(per_key) == sorted(data["aggregation"]), variant
+        batch = interrupted.get("aggregation/" + variant)
+        replayed: Dict[str, int] = {}
+        if batch is not None:
+            # The count each key reached in the interrupted batch: its events up to the
+            # batch's end offsets (a key's events are in one partition, in order).
+            reached: Dict[str, int] = defaultdict(int)
+            touched = set()
+            for record in data["records"]["events"]:
+                partition, offset, key = str(record[0]), record[1], record[2]
+                (end,) = batch["end"].values()
+                if offset < end.get(partition, 0):
+                    reached[key] += 1
+                if in_batch(record, batch):
+                    touched.add(key)
+            replayed = {key: reached[key] for key in touched}
+        for key, records in per_key.items():
+            counts = [n for n, _ in records]
+            assert counts == sorted(counts), (variant, key, records)
+            assert all(total == sums[key][n] for n, total in records), (variant, key, records)
+            assert list(records[-1]) == data["aggregation"][key], (variant, key, records)
+            for n in set(counts):
+                times = counts.count(n)
+                assert times == 1 or (times == 2 and replayed.get(key) == n), \
+                    (variant, key, n, records, batch)
+
+    inputs = data["records"]["ids"]
+    for variant, ids in dedup_outputs(data).items():
+        assert sorted(set(ids)) == data["ids"], variant
+        batch = interrupted.get("deduplication/" + variant)
+        replayable = {json.loads(r[3])["id"] for r in inputs if batch and in_batch(r, batch)}
+        repeated = {i for i in ids if ids.count(i) > 1}
+        assert repeated <= replayable, (variant, sorted(repeated - replayable), batch)
+        assert all(ids.count(i) <= 2 for i in repeated), variant
+    assert sorted(dedup_outputs(data)) == variant_names()
