@@ -24,14 +24,13 @@ lost, the state right, and repeats only of the batch the kill interrupted.
 """
 import json
 import os
-import signal
 from collections import defaultdict
 from typing import Dict, List, Tuple
 
 import pyspark
 import pytest
 
-from conftest import ROOT, assert_ok
+from conftest import ROOT, Subprocess, assert_ok
 
 _LINE = ".".join(pyspark.__version__.split(".")[:2])
 _CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
@@ -46,7 +45,7 @@ VARIANTS = [(backend, storage) for backend in ("hashmap", "rocksdb")
             for storage in ("filesystem", "driver")]
 
 DRIVER = r"""
-import json, os, signal, sys, time
+import json, os, signal, time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_checkpoint_storage import (
@@ -193,14 +192,11 @@ spark.stop()
 """
 
 
-def _connector_jars() -> List[str]:
-    import realfs
-    return realfs.jar_list("kafka-spark" + _LINE)
-
-
 @pytest.fixture(scope="module")
 def connector_jars() -> List[str]:
-    return _connector_jars()
+    """The jars of Spark's Kafka connector for the running line (fetched once, then cached)."""
+    import realfs
+    return realfs.jar_list("kafka-spark" + _LINE)
 
 
 def waves(first: int, count: int) -> List[Dict]:
@@ -215,8 +211,11 @@ def waves(first: int, count: int) -> List[Dict]:
     return out
 
 
-def run_driver(subproc, spec: Dict) -> str:
-    result = subproc.python(DRIVER % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
+def run_driver(folder, spec: Dict):
+    """Runs one driver process with ``spec``; its output stays in ``folder``."""
+    result = Subprocess(folder).python(DRIVER % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
+    (folder / "stdout.txt").write_text(result.stdout)
+    (folder / "stderr.txt").write_text(result.stderr)
     return result
 
 
@@ -273,13 +272,12 @@ def clean_restart(kafka_broker, connector_jars, tmp_path_factory):
     more waves, stops them and reads both topics back. Returns what it read."""
     root = str(tmp_path_factory.mktemp("kafka-clean"))
     topics = topics_for(kafka_broker, "clean")
-    from conftest import Subprocess
     for phase, (first, read) in enumerate(((0, False), (2, True)), start=1):
         spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
                 "jars": connector_jars, "variants": VARIANTS, "waves": waves(first, 2),
                 "read_back": read}
         folder = tmp_path_factory.mktemp("kafka-clean-phase%d" % phase)
-        assert "PHASE DONE" in assert_ok(run_driver(Subprocess(folder), spec))
+        assert "PHASE DONE" in assert_ok(run_driver(folder, spec))
     return read_back(root)
 
 
@@ -322,16 +320,15 @@ def killed_restart(kafka_broker, connector_jars, tmp_path_factory):
     reads both topics back. Returns what it read, and the batches the kill interrupted."""
     root = str(tmp_path_factory.mktemp("kafka-killed"))
     topics = topics_for(kafka_broker, "killed")
-    from conftest import Subprocess
     base = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
             "jars": connector_jars, "variants": VARIANTS}
     folder = tmp_path_factory.mktemp("kafka-killed-phase1")
-    first = run_driver(Subprocess(folder), dict(base, waves=waves(0, 2), kill=waves(2, 4)))
+    first = run_driver(folder, dict(base, waves=waves(0, 2), kill=waves(2, 4)))
     assert first.returncode == 0 and "PHASE DONE" not in first.stdout, first.stderr[-5000:]
     with open(os.path.join(root, "interrupted.json")) as f:
         interrupted = json.load(f)
     folder = tmp_path_factory.mktemp("kafka-killed-phase2")
-    assert "PHASE DONE" in assert_ok(run_driver(Subprocess(folder), dict(
+    assert "PHASE DONE" in assert_ok(run_driver(folder, dict(
         base, waves=waves(6, 1), read_back=True)))
     return read_back(root), interrupted
 
