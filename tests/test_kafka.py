@@ -49,9 +49,8 @@ import json, os, signal, time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_checkpoint_storage import (
-    DriverCheckpointStorage, EmbeddedRocksDBStateBackend, FileSystemCheckpointStorage,
-    HashMapStateBackend, configure_spark_with_checkpoint_storage, get_checkpoint_config,
-    jvm_names)
+    EmbeddedRocksDBStateBackend, HashMapStateBackend, configure_spark_with_checkpoint_storage,
+    get_checkpoint_config, jvm_names)
 
 spec = json.loads(%r)
 root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
@@ -95,9 +94,9 @@ def start(kind, backend, storage):
     folder = os.path.join(root, kind, name)
     config.set_state_backend(HashMapStateBackend() if backend == "hashmap"
                              else EmbeddedRocksDBStateBackend())
-    config.set_checkpoint_storage(FileSystemCheckpointStorage(os.path.join(folder, "storage"))
-                                  if storage == "filesystem"
-                                  else DriverCheckpointStorage(os.path.join(folder, "storage")))
+    # The storage's settings, as spark-submit --conf would give them: every line reads them.
+    spark.conf.set(jvm_names.STORAGE, storage)
+    spark.conf.set(jvm_names.STORAGE + ".checkpointPath", os.path.join(folder, "storage"))
     df = aggregation(name) if kind == "aggregation" else deduplication(name)
     query = (df.writeStream.format("kafka").outputMode("update")
              .option("kafka.bootstrap.servers", bootstrap)
@@ -163,6 +162,8 @@ if spec.get("kill"):
     os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)
     os._exit(0)
 
+# Each query ran on the backend (the provider Spark recorded in its offset log) and the
+# storage (the marker the storage writes into the checkpoint) of its variant.
 for query, checkpoint in queries:
     query.stop()
     with open(os.path.join(checkpoint, "offsets", "0")) as f:
@@ -170,6 +171,10 @@ for query, checkpoint in queries:
     expected = (jvm_names.HEAP_PROVIDER_CLASS if "/hashmap-" in checkpoint
                 else jvm_names.ROCKSDB_PROVIDER_CLASS)
     assert expected in recorded, (checkpoint, recorded)
+    with open(os.path.join(checkpoint, "checkpoint-storage")) as f:
+        marker = f.read()
+    kind = "DriverCheckpointStorage" if "-driver/" in checkpoint else "FileSystemCheckpointStorage"
+    assert marker.startswith("storage=%%s (" %% kind), (checkpoint, marker)
 
 if spec.get("read_back"):
     def topic(name):
