@@ -177,3 +177,12 @@ def seaweed_s3(tmp_path_factory):
 def remote_fs(request):
     """Each remote file system in turn (module-scoped, so a module's tests group by it)."""
     return request.getfixturevalue({"hdfs": "minidfs", "s3a": "seaweed_s3"}[request.param])
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka broker: one KRaft node in its own JVM, ``127.0.0.1:<port>``."""
+    import realfs
+    broker = realfs.KafkaBroker(str(tmp_path_factory.mktemp("kafka")))
+    yield broker
+    broker.stop()

@@ -8,6 +8,9 @@ and the benchmarks (W4, W1 on HDFS):
   SDK v2 modules it needs. Credentials are enforced (an identity file; no ``AWS_*``
   variables reach the server or the Spark JVMs); every port is a free one.
 
+And a real Kafka broker for the Kafka source and sink tests (tests/test_kafka.py),
+:class:`KafkaBroker`: one KRaft node (broker and controller) in a JVM of its own.
+
 Jars come from Maven Central by coordinates (``dev/realfs-jars``, cached under
 ``~/.cache/spark-checkpoint-storage``). Both servers listen on 127.0.0.1 only and are
 stopped with SIGTERM (then SIGKILL) by :meth:`stop`.
@@ -18,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -43,7 +47,8 @@ def without_credentials(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def jars(set_name: str) -> str:
-    """The folder holding the jars of ``hdfs`` or ``s3a`` (fetched once, then cached)."""
+    """The folder holding the jars of a set of dev/realfs (``hdfs``, ``s3a``, ``kafka``,
+    ``kafka-spark<line>``), fetched once, then cached."""
     out = subprocess.run([os.path.join(ROOT, "dev", "realfs-jars"), set_name], check=True,
                          capture_output=True, text=True)
     return out.stdout.strip().splitlines()[-1]
@@ -309,6 +314,98 @@ class SeaweedS3(RemoteFs):
             out[kind] = out.get(kind, 0) + int(float(value))
         out["total"] = sum(v for k, v in out.items())
         return out
+
+    def stop(self):
+        _stop(self.proc)
+
+
+class KafkaBroker:
+    """A Kafka broker on 127.0.0.1: one KRaft node, broker and controller in one JVM of its own
+    (``kafka.Kafka``), its storage formatted first (``kafka.tools.StorageTool``), one partition
+    replica per topic, no automatic topic creation. :attr:`bootstrap` is its address."""
+
+    def __init__(self, work: str, heap: str = "512m"):
+        self.work = work
+        os.makedirs(work, exist_ok=True)
+        self.log = os.path.join(work, "broker.log")
+        self.classpath = jars("kafka") + "/*"
+        self.port, controller = free_ports(2)
+        self.bootstrap = "127.0.0.1:%d" % self.port
+        config = os.path.join(work, "server.properties")
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": "1@127.0.0.1:%d" % controller,
+            "listeners": "PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, controller),
+            "advertised.listeners": "PLAINTEXT://" + self.bootstrap,
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": os.path.join(work, "data"),
+            # One broker: the internal topics cannot have more replicas than that.
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # A topic a test did not create is a test's mistake, not a topic.
+            "auto.create.topics.enable": "false",
+        }
+        with open(config, "w") as f:
+            f.write("".join("%s=%s\n" % kv for kv in settings.items()))
+        self._java(["kafka.tools.StorageTool", "format", "--config", config,
+                    "--cluster-id", "c2NzLWthZmthLXRlc3Q", "--ignore-formatted"])
+        cmd = ["java", "-Xmx" + heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+               "-cp", self.classpath, "kafka.Kafka", config]
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work,
+                                         start_new_session=True, env=without_credentials())
+        try:
+            _wait(self.proc, self._answers, "Kafka broker", self.log, 120)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _java(self, args: List[str]) -> str:
+        out = subprocess.run(["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                              "-cp", self.classpath] + args,
+                             capture_output=True, text=True, timeout=120, env=without_credentials())
+        if out.returncode != 0:
+            raise RuntimeError("%s failed (exit %d):\n%s%s" % (args[0], out.returncode,
+                                                               out.stdout[-3000:], out.stderr[-3000:]))
+        return out.stdout
+
+    def _answers(self) -> bool:
+        """Whether the broker answers an ApiVersions request (Kafka's protocol, version 0)
+        without an error: its listener is open once the node has joined its own quorum."""
+        client = b"scs-probe"
+        request = struct.pack(">hhih", 18, 0, 7, len(client)) + client
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+                s.sendall(struct.pack(">i", len(request)) + request)
+                head = b""
+                while len(head) < 10:
+                    chunk = s.recv(10 - len(head))
+                    if not chunk:
+                        return False
+                    head += chunk
+        except OSError:
+            return False
+        _, correlation, error = struct.unpack(">iih", head)
+        return correlation == 7 and error == 0
+
+    def create_topic(self, name: str, partitions: int):
+        """Creates ``name`` with ``partitions`` partitions through the broker (kafka-topics)."""
+        self._java(["org.apache.kafka.tools.TopicCommand", "--bootstrap-server", self.bootstrap,
+                    "--create", "--topic", name, "--partitions", str(partitions),
+                    "--replication-factor", "1"])
+
+    def topics(self) -> List[str]:
+        return sorted(self._java(["org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+                                  self.bootstrap, "--list"]).split())
 
     def stop(self):
         _stop(self.proc)
