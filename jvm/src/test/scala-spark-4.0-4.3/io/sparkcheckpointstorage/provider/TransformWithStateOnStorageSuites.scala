@@ -1,0 +1,92 @@
+package io.sparkcheckpointstorage.provider
+
+import java.io.File
+import java.nio.file.Files
+
+import org.apache.commons.io.FileUtils
+import org.scalactic.source.Position
+import org.scalatest.Tag
+
+import org.apache.spark.SparkConf
+import org.apache.spark.sql.QueryTest
+import org.apache.spark.sql.streaming.TransformWithStateSuite
+import org.apache.spark.sql.test.SharedSparkSession
+
+import io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin
+import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
+import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
+
+/**
+ * Spark's `TransformWithStateSuite` (the line's spark-sql `tests` jar) with every checkpoint
+ * file going through [[StorageCheckpointFileManager]] and one of our checkpoint storages.
+ * Spark accepts only its RocksDB provider for `transformWithState`, so the suite's tests run
+ * on it as they do in Spark (with and without changelog checkpointing): what they prove here
+ * is that RocksDB's changelogs, snapshots and the operator's schema and metadata files
+ * written and read back through our file manager give Spark's expected results, across the
+ * suite's restarts and its state data source reads.
+ *
+ * `spark.plugins` is static, so the coordinator plugin is set on the suite's SparkContext;
+ * the file manager and the storage are set around each test body, inside which a test that
+ * names its own file manager keeps it.
+ */
+trait TransformWithStateOnStorageTest extends QueryTest with SharedSparkSession {
+
+  /** The session settings that select the storage under test. */
+  protected def storageConf: Seq[(String, String)]
+
+  /** The storage's name in test names. */
+  protected def storageName: String
+
+  /**
+   * Tests to skip: (prefix of the base suite's test name, reason). Override with a `def`
+   * (tests are registered while the base class is constructed).
+   */
+  protected def notApplicable: Seq[(String, String)] = Nil
+
+  override protected def sparkConf: SparkConf =
+    super.sparkConf.set("spark.plugins", CheckpointStoragePlugin.ClassName)
+
+  override protected def test(testName: String, testTags: Tag*)(testBody: => Any)
+      (implicit pos: Position): Unit = {
+    SparkTestCompat.skipReason(notApplicable, testName) match {
+      case Some(reason) =>
+        super.ignore(s"$testName ($storageName) [skipped: $reason]", testTags: _*)(())
+      case None =>
+        super.test(s"$testName ($storageName)", testTags: _*) {
+          val fileManager = SparkSettingKeys.FileManagerClass -> classOf[StorageCheckpointFileManager].getName
+          withSQLConf(fileManager +: storageConf: _*) {
+            SparkTestCompat.guard(testBody)
+          }
+        }
+    }
+  }
+}
+
+class TransformWithStateOnFileSystemStorageSuite extends TransformWithStateSuite
+    with TransformWithStateOnStorageTest {
+  // The query's own checkpoint location is the storage's directory: each test's packs go
+  // under the checkpoint it made.
+  override protected def storageConf: Seq[(String, String)] =
+    Seq(CheckpointStorageOptions.Storage -> "filesystem")
+  override protected def storageName: String = "FileSystemCheckpointStorage"
+}
+
+/**
+ * The driver storage with a checkpoint path: without one, the coordinator forgets a query's
+ * state when the query stops (it was never written anywhere), so each of the suite's
+ * restarts of a stopped query on its checkpoint would be refused by design, and no test
+ * would get past its first `StopStream`.
+ */
+class TransformWithStateOnDriverStorageSuite extends TransformWithStateSuite
+    with TransformWithStateOnStorageTest {
+  private lazy val storagePath: File = Files.createTempDirectory("scs-tws-driver").toFile
+
+  override protected def storageConf: Seq[(String, String)] = Seq(
+    CheckpointStorageOptions.Storage -> "driver",
+    CheckpointStorageOptions.CheckpointPath -> storagePath.getCanonicalPath)
+  override protected def storageName: String = "DriverCheckpointStorage"
+
+  override def afterAll(): Unit =
+    try super.afterAll() finally FileUtils.deleteQuietly(storagePath)
+}
