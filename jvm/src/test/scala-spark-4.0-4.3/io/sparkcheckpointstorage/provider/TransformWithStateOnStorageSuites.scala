@@ -96,10 +96,10 @@ class TransformWithStateOnFileSystemStorageSuite extends TransformWithStateSuite
 }
 
 /**
- * The driver storage with a checkpoint path: without one, the coordinator forgets a query's
- * state when the query stops (it was never written anywhere), so each of the suite's
- * restarts of a stopped query on its checkpoint would be refused by design, and no test
- * would get past its first `StopStream`.
+ * The driver storage with a checkpoint path, its setting for queries that are stopped and
+ * started again, as the suite's are: every batch then also writes the pack a restarted
+ * query's state is read back from. Without a path the coordinator drops a query's state when
+ * the query stops; the suite passes that way too, its restarts staying in one JVM.
  */
 class TransformWithStateOnDriverStorageSuite extends TransformWithStateSuite
     with TransformWithStateOnStorageTest {
