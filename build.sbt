@@ -28,11 +28,12 @@ ThisBuild / version := projectVersion
 // line names in the table's `suites` column (README, "Spark's own suites"), SCS_SPARK_SUITES=all
 // runs every one. The column's `TransformWithState` stands for Spark's TransformWithStateSuite
 // on RocksDB through our file manager, once per storage (TransformWithStateOnStorageSuites.scala,
-// 4.0+): about 4 minutes per storage on 4.3 in full, a minute for the subset `test` runs
-// (value, list and map state, both kinds of timers, a restart, the state data source; the
-// suite tags every other test OutsideCiSubset). The other tests exercise the same file manager
-// calls again (more restarts, more timer variants, Spark's own validation errors), so CI keeps
-// one of each kind; SCS_SPARK_SUITES=all or `testOnly` runs them all.
+// 4.0+): 4 to 5 minutes per storage on 4.3 in full, 1 to 2 for the subset `test` runs
+// (value, list and map state, both kinds of timers, a restart, the state data source, where
+// RocksDB's files went; the suite tags every other test OutsideCiSubset). The other tests
+// make the same file manager calls again (more restarts, more timer variants, Spark's own
+// validation errors), so CI keeps one of each kind; SCS_SPARK_SUITES=all or `testOnly` runs
+// them all.
 val sparkSuitesAll = sys.env.get("SCS_SPARK_SUITES").contains("all")
 val transformWithStateSuites = Seq("TransformWithStateOnFileSystemStorageSuite",
   "TransformWithStateOnDriverStorageSuite")

@@ -1,15 +1,18 @@
 package io.sparkcheckpointstorage.provider
 
 import java.io.File
+import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 
 import org.apache.commons.io.FileUtils
+import org.apache.hadoop.fs.Path
 import org.scalactic.source.Position
 import org.scalatest.Tag
 
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.QueryTest
-import org.apache.spark.sql.streaming.TransformWithStateSuite
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.streaming.{OutputMode, RunningCountStatefulProcessor, TimeMode, TransformWithStateSuite}
 import org.apache.spark.sql.test.SharedSparkSession
 
 import io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin
@@ -48,7 +51,8 @@ trait TransformWithStateOnStorageTest extends QueryTest with SharedSparkSession 
    * The tests `test` runs in CI (prefixes of the base suite's test names), one or two per
    * kind of state the suite exercises: value state, the three state kinds of one processor
    * (list and map state reach RocksDB's column families), processing- and event-time timers,
-   * a restart from the checkpoint, and the state data source reading old batches back.
+   * a restart from the checkpoint, the state data source reading old batches back, and (file
+   * system storage) where RocksDB's files went.
    * The others get a tag that build.sbt's `test` excludes unless SCS_SPARK_SUITES=all.
    */
   protected def ciSubset: Seq[String] = Seq(
@@ -58,7 +62,8 @@ trait TransformWithStateOnStorageTest extends QueryTest with SharedSparkSession 
     "transformWithState - streaming with rocksdb and processing time timer should succeed",
     "transformWithState - streaming with rocksdb and event time based timer",
     "test query restart succeeds",
-    "state data source integration - value state supports time travel")
+    "state data source integration - value state supports time travel",
+    "RocksDB's changelogs are packed")
 
   override protected def sparkConf: SparkConf =
     super.sparkConf.set("spark.plugins", CheckpointStoragePlugin.ClassName)
@@ -93,6 +98,47 @@ class TransformWithStateOnFileSystemStorageSuite extends TransformWithStateSuite
   override protected def storageConf: Seq[(String, String)] =
     Seq(CheckpointStorageOptions.Storage -> "filesystem")
   override protected def storageName: String = "FileSystemCheckpointStorage"
+
+  import testImplicits._
+
+  // Spark's tests check results, not where the state went: this one checks the checkpoint
+  // of a two-batch query, with and without changelog checkpointing like the others. RocksDB
+  // reads its changelogs back through the file manager, so they are packed; it opens its
+  // snapshot zips past the file manager, so those stay files of their own (StateFileNames).
+  test("RocksDB's changelogs are packed, its snapshot zips stay files") {
+    withSQLConf(SQLConf.SHUFFLE_PARTITIONS.key -> "2") {
+      withTempDir { dir =>
+        val input = new File(dir, "input")
+        val checkpoint = new File(dir, "checkpoint")
+        Files.createDirectories(input.toPath)
+        val query = spark.readStream.textFile(input.getCanonicalPath)
+          .groupByKey(identity)
+          .transformWithState(new RunningCountStatefulProcessor(), TimeMode.None(), OutputMode.Update())
+          .writeStream.format("noop").outputMode("update")
+          .option("checkpointLocation", checkpoint.getCanonicalPath)
+          .start()
+        try Seq("a", "b").foreach { key =>
+          Files.write(new File(input, s"$key.txt").toPath, key.getBytes(StandardCharsets.UTF_8))
+          query.processAllAvailable()
+        } finally query.stop()
+
+        val store = new File(checkpoint, "state/0/0")
+        val onDisk = store.list().toSeq
+        // After the stop, the coordinator serves the query's inline files from its packs.
+        val listed = new StorageCheckpointFileManager(new Path(store.getCanonicalPath),
+          spark.sessionState.newHadoopConf()).list(new Path(store.getCanonicalPath)).map(_.getPath.getName).toSeq
+        if (isChangelogCheckpointingEnabled) {
+          assert(listed.count(_.endsWith(".changelog")) == 2, listed)
+          assert(!onDisk.exists(_.endsWith(".changelog")), onDisk)
+          assert(Option(new File(checkpoint, "state-packs").list()).exists(_.nonEmpty))
+        } else {
+          assert(onDisk.count(_.endsWith(".zip")) == 2, onDisk)
+          assert(listed.filter(_.endsWith(".zip")).sorted == onDisk.filter(_.endsWith(".zip")).sorted)
+          assert(!listed.exists(_.endsWith(".changelog")), listed)
+        }
+      }
+    }
+  }
 }
 
 /**
