@@ -28,7 +28,7 @@ ThisBuild / version := projectVersion
 // line names in the table's `suites` column (README, "Spark's own suites"), SCS_SPARK_SUITES=all
 // runs every one. The column's `TransformWithState` stands for Spark's TransformWithStateSuite
 // on RocksDB through our file manager, once per storage (TransformWithStateOnStorageSuites.scala,
-// 4.0+): 4 to 5 minutes per storage on 4.3 in full, 1 to 2 for the subset `test` runs
+// 4.0+): 4 to 5 minutes per storage on 4.3 in full, 1 to 3 for the subset `test` runs
 // (value, list and map state, both kinds of timers, a restart, the state data source, where
 // RocksDB's files went; the suite tags every other test OutsideCiSubset). The other tests
 // make the same file manager calls again (more restarts, more timer variants, Spark's own
