@@ -25,8 +25,8 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  * file going through [[StorageCheckpointFileManager]] and one of our checkpoint storages.
  * Spark accepts only its RocksDB provider for `transformWithState`, so the suite's tests run
  * on it as they do in Spark (with and without changelog checkpointing): what they prove here
- * is that RocksDB's changelogs, snapshots and the operator's schema and metadata files
- * written and read back through our file manager give Spark's expected results, across the
+ * is that Spark's expected results hold with RocksDB's changelogs in packs, its snapshot zips
+ * and the operator's schema and metadata files written through our file manager, across the
  * suite's restarts and its state data source reads.
  *
  * `spark.plugins` is static, so the coordinator plugin is set on the suite's SparkContext;
@@ -48,12 +48,11 @@ trait TransformWithStateOnStorageTest extends QueryTest with SharedSparkSession 
   protected def notApplicable: Seq[(String, String)] = Nil
 
   /**
-   * The tests `test` runs in CI (prefixes of the base suite's test names), one or two per
-   * kind of state the suite exercises: value state, the three state kinds of one processor
-   * (list and map state reach RocksDB's column families), processing- and event-time timers,
-   * a restart from the checkpoint, the state data source reading old batches back, and (file
-   * system storage) where RocksDB's files went.
-   * The others get a tag that build.sbt's `test` excludes unless SCS_SPARK_SUITES=all.
+   * The tests `test` runs in CI (prefixes of test names), one per thing the suite exercises:
+   * value state; value, list and map state in one processor; processing- and event-time
+   * timers; a restart from the checkpoint; the state data source reading old batches back;
+   * and (file system storage) where RocksDB's files went. The others get a tag that
+   * build.sbt's `test` excludes unless SCS_SPARK_SUITES=all.
    */
   protected def ciSubset: Seq[String] = Seq(
     "transformWithState - streaming with rocksdb should succeed",
