@@ -14,7 +14,7 @@ final case class SparkLine(
     javaRelease: String,
     /** Compiled against the pinned pyspark wheel's jars instead of Maven Central's. */
     fromWheel: Boolean,
-    /** Spark's operator suites (`Heap<name>Suite`) that `test` runs on this line. */
+    /** Spark's suites (`Heap<name>Suite`, or `TransformWithState`) that `test` runs on this line. */
     sparkSuitesInCi: Seq[String]) {
 
   def number: (Int, Int) = SparkLines.number(line)
