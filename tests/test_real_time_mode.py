@@ -4,8 +4,9 @@ checkpoint path), Kafka to Kafka, across a driver restart: a real Kafka broker
 (tests/realfs.py's KafkaBroker) and Spark's Kafka connector of the running line
 (dev/realfs/pom-kafka-spark<line>.xml), as in tests/test_kafka.py.
 
-Per storage, two queries run concurrently in one driver per phase: a stateless one (every
-input record, tagged) and an aggregation (``groupBy(k).count()``, update mode). The first
+Per storage, three queries run concurrently in one driver per phase: a stateless one (every
+input record, tagged), an aggregation (``groupBy(k).count()``, update mode) and a
+deduplication (``dropDuplicates``) on a column whose values the second wave repeats in part. The first
 driver reads one wave of input, waits until every query's output shows it, and stops them; the
 second resumes over the same checkpoints, reads a second wave, waits the same way, and reads
 the topics back with batch queries.
@@ -14,8 +15,9 @@ A Real-Time Mode batch runs for its whole duration, its records reaching Kafka a
 and commits at its end; stopping a query interrupts the open batch, which the next driver
 replays. Output records may therefore repeat across the restart (Spark's Kafka sink is
 at-least-once), so the test asserts what stays exact: the set of records the stateless query
-wrote, and per key the last count the aggregation wrote, equal to the batch count over the
-whole input topic (the state carried across the restart).
+wrote; per key the last count the aggregation wrote, equal to the batch count over the whole
+input topic (the state carried across the restart); and the deduplication's records, the
+first input record of each value, none of the second wave for a value the first one had.
 """
 import json
 import os
@@ -55,10 +57,10 @@ spec = json.loads(%r)
 root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 
 # A Real-Time Mode stage group needs a slot per task of all its stages at once (source
-# partitions plus shuffle partitions): the four queries (8 tasks) and the read-backs polling
+# partitions plus shuffle partitions): the six queries (14 tasks) and the read-backs polling
 # the output topic get slots to spare. Spark's admission check before each group counted 0
 # of 32 slots free with four such queries in one driver and failed the query, so it is off.
-builder = (SparkSession.builder.master("local[16]")
+builder = (SparkSession.builder.master("local[20]")
            .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
            .config("spark.ui.enabled", "false")
            .config("spark.ui.showConsoleProgress", "false")
@@ -82,6 +84,10 @@ def start(kind, storage):
     if kind == "stateless":
         out = rows.select(F.concat_ws("|", F.lit(name), "id").alias("key"),
                           F.to_json(F.struct(F.lit(name).alias("variant"), "id")).alias("value"))
+    elif kind == "deduplication":
+        out = rows.withColumn("d", F.split("id", "-")[1]).dropDuplicates(["d"]).select(
+            F.concat_ws("|", F.lit(name), "d").alias("key"),
+            F.to_json(F.struct(F.lit(name).alias("variant"), "d", "id")).alias("value"))
     else:
         out = rows.groupBy("k").count().select(
             F.concat_ws("|", F.lit(name), "k").alias("key"),
@@ -104,23 +110,26 @@ def topic(name):
 def caught_up(expected):
     # Per variant, the ids the stateless query wrote and each key's last count (a key's
     # records are in one partition, so partition and offset order them).
-    ids, last = defaultdict(set), defaultdict(dict)
+    ids, last, distinct = defaultdict(set), defaultdict(dict), defaultdict(set)
     for _, _, _, value in topic("out").orderBy("partition", "offset").collect():
         row = json.loads(value)
-        if "id" in row:
+        if "d" in row:
+            distinct[row["variant"]].add(row["d"])
+        elif "id" in row:
             ids[row["variant"]].add(row["id"])
         else:
             last[row["variant"]][row["k"]] = row["n"]
     return all(ids["stateless-" + s] == expected["ids"] and last["aggregation-" + s] == expected["counts"]
-               for s in spec["storages"])
+               and distinct["deduplication-" + s] == expected["distinct"] for s in spec["storages"])
 
 
 queries = [start(kind, storage) for storage in spec["storages"]
-           for kind in ("stateless", "aggregation")]
+           for kind in ("stateless", "aggregation", "deduplication")]
 (spark.createDataFrame(spec["wave"], "key string, value string")
  .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
  .option("topic", topics["events"]).save())
-expected = {"ids": set(spec["expected"]["ids"]), "counts": spec["expected"]["counts"]}
+expected = {"ids": set(spec["expected"]["ids"]), "counts": spec["expected"]["counts"],
+            "distinct": set(spec["expected"]["distinct"])}
 deadline = time.time() + 600
 while not caught_up(expected):
     for _, query in queries:
@@ -153,10 +162,11 @@ def connector_jars() -> List[str]:
 
 def wave(number: int) -> List[List[str]]:
     """150 input records over 8 keys, unevenly (key k<j> gets about j+1 shares), each value a
-    distinct id."""
+    distinct id ``w<wave>-<d>``, d from 50 * wave on: the second wave repeats 100 of the first
+    one's d and brings 50 new ones."""
     weights = [j + 1 for j in range(8)]
     keys = [("k%d" % j) for j, w in enumerate(weights) for _ in range(w)]
-    return [[keys[(number * 31 + i * 7) % len(keys)], "w%d-%d" % (number, i)] for i in range(150)]
+    return [[keys[(number * 31 + i * 7) % len(keys)], "w%d-%d" % (number, 50 * number + i)] for i in range(150)]
 
 
 def expected_after(waves: List[List[List[str]]]) -> Dict:
@@ -164,7 +174,8 @@ def expected_after(waves: List[List[List[str]]]) -> Dict:
     for records in waves:
         for key, _ in records:
             counts[key] += 1
-    return {"ids": sorted(v for records in waves for _, v in records), "counts": dict(counts)}
+    return {"ids": sorted(v for records in waves for _, v in records), "counts": dict(counts),
+            "distinct": sorted({v.split("-")[1] for records in waves for _, v in records})}
 
 
 def checkpoint(root: str, name: str) -> str:
@@ -202,7 +213,7 @@ def test_stateless_query_writes_every_input_record(restarted):
     written: Dict[str, set] = defaultdict(set)
     for _, _, _, value in data["out"]:
         row = json.loads(value)
-        if "id" in row:
+        if "id" in row and "d" not in row:
             written[row["variant"]].add(row["id"])
     assert sorted(written) == ["stateless-%s" % s for s in sorted(STORAGES)]
     for variant, ids in written.items():
@@ -230,31 +241,52 @@ def test_aggregation_counts_carry_across_the_restart(restarted):
 @pytest.mark.parametrize("storage", STORAGES)
 def test_checkpoints_record_rocksdb_format_v2_and_the_storage(restarted, storage):
     """Each query ran on Spark's RocksDB provider (the offset log's recorded provider); the
-    aggregation through the storage of its variant (the marker the storage writes into the
-    checkpoint of a query with state), with state checkpoint format version 2, which Spark
-    sets for Real-Time Mode (its commit log is v2, carrying the state stores' checkpoint ids;
-    the offset log does not record the format), and its state changelogs packed into the
-    checkpoint's state packs."""
+    aggregation and the deduplication through the storage of their variant (the marker the
+    storage writes into the checkpoint of a query with state), with state checkpoint format
+    version 2, which Spark sets for Real-Time Mode (the commit log is v2, carrying the state
+    stores' checkpoint ids; the offset log does not record the format), and their state
+    changelogs packed into the checkpoint's state packs."""
     root, _ = restarted
     kind = "DriverCheckpointStorage" if storage == "driver" else "FileSystemCheckpointStorage"
     rocksdb = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-    for query in ("stateless", "aggregation"):
+    for query in ("stateless", "aggregation", "deduplication"):
         folder = checkpoint(root, "%s-%s" % (query, storage))
         with open(os.path.join(folder, "offsets", "0")) as f:
             assert '"spark.sql.streaming.stateStore.providerClass":"%s"' % rocksdb in f.read()
-    folder = checkpoint(root, "aggregation-%s" % storage)
-    with open(os.path.join(folder, "checkpoint-storage")) as f:
-        assert f.read().startswith("storage=%s (" % kind), folder
-    commits = sorted(int(n) for n in os.listdir(os.path.join(folder, "commits")) if n.isdigit())
-    assert len(commits) >= 2, commits
-    for batch in commits:
-        with open(os.path.join(folder, "commits", str(batch))) as f:
-            version, body = f.read().splitlines()[:2]
-        assert version == "v2", (batch, version)
-        ids = json.loads(body)["stateUniqueIds"]["0"]
-        assert len(ids) == 2 and all(len(i) == 1 for i in ids), (batch, ids)
-    packs = os.listdir(os.path.join(folder, "state-packs"))
-    assert packs and all(p.endswith(".pack") for p in packs), packs
-    changelogs = [f for _, _, files in os.walk(os.path.join(folder, "state"))
-                  for f in files if f.endswith(".changelog")]
-    assert not changelogs, changelogs
+    for query in ("aggregation", "deduplication"):
+        folder = checkpoint(root, "%s-%s" % (query, storage))
+        with open(os.path.join(folder, "checkpoint-storage")) as f:
+            assert f.read().startswith("storage=%s (" % kind), folder
+        commits = sorted(int(n) for n in os.listdir(os.path.join(folder, "commits")) if n.isdigit())
+        assert len(commits) >= 2, (folder, commits)
+        for batch in commits:
+            with open(os.path.join(folder, "commits", str(batch))) as f:
+                version, body = f.read().splitlines()[:2]
+            assert version == "v2", (folder, batch, version)
+            ids = json.loads(body)["stateUniqueIds"]["0"]
+            assert len(ids) == 2 and all(len(i) == 1 for i in ids), (folder, batch, ids)
+        packs = os.listdir(os.path.join(folder, "state-packs"))
+        assert packs and all(p.endswith(".pack") for p in packs), (folder, packs)
+        changelogs = [f for _, _, files in os.walk(os.path.join(folder, "state"))
+                      for f in files if f.endswith(".changelog")]
+        assert not changelogs, (folder, changelogs)
+
+
+def test_deduplication_keeps_each_value_first_record_across_the_restart(restarted):
+    """On either storage, the deduplication wrote every distinct value of d (200), each with
+    the first input record carrying it: for the 100 values both waves carry, the first wave's
+    record, though the second driver read the second wave (a lost state would let it through)."""
+    _, data = restarted
+    first: Dict[str, str] = {}
+    for _, _, _, value in data["events"]:
+        first.setdefault(value.split("-")[1], value)
+    assert len(first) == 200 and sum(v.startswith("w0-") for v in first.values()) == 150
+    written: Dict[str, Dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for _, _, _, value in data["out"]:
+        row = json.loads(value)
+        if "d" in row:
+            written[row["variant"]][row["d"]].add(row["id"])
+    assert sorted(written) == ["deduplication-%s" % s for s in sorted(STORAGES)]
+    for variant, per_value in written.items():
+        assert {d: sorted(ids) for d, ids in per_value.items()} == \
+            {d: [v] for d, v in first.items()}, variant
