@@ -58,7 +58,7 @@ object CanonicalSavepoints {
       layout.operators.foreach { op =>
         val stores = new JList[Any]()
         op.stores.foreach { store =>
-          var reader = spark.read.format("statestore").option("batchId", layout.batchId).option("operatorId", op.id)
+          var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
           if (store.name != "default") reader = reader.option("storeName", store.name)
           val df = reader.load(layout.root).select("key", "value", "partition_id")
           val rel = s"$StateDir/${op.id}/${store.name}"

@@ -1,7 +1,7 @@
 package io.sparkcheckpointstorage.migration
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.{DataFrameReader, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
@@ -18,8 +18,19 @@ final case class StoreRows(rows: RDD[InternalRow], keySchema: StructType, valueS
     keyIndex: Int, valueIndex: Int, partitionIndex: Int)
 
 object StateRowsReader {
+  /**
+   * Spark's state data source, in a session whose state store coordinator runs. Spark 4.1's
+   * HDFS provider reports each load to the driver's coordinator, which a session creates with
+   * its streaming query manager: in a driver that has not touched `spark.streams` yet (one
+   * started only to migrate) the executors' reads fail with `RpcEndpointNotFoundException`.
+   */
+  def stateSource(spark: SparkSession): DataFrameReader = {
+    spark.streams
+    spark.read.format("statestore")
+  }
+
   def read(spark: SparkSession, checkpoint: String, operatorId: Long, store: String, batchId: Long): StoreRows = {
-    var reader = spark.read.format("statestore")
+    var reader = stateSource(spark)
       .option("batchId", batchId)
       .option("operatorId", operatorId)
     // The default store is read without a name; a join's four stores by theirs.
