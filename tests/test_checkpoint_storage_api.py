@@ -265,3 +265,44 @@ def test_jvm_errors_are_pyspark_style_exceptions():
     assert "got -5" in e.getMessage()
     assert "DriverCheckpointStorage" in e.getMessageParameters()["javaStackTrace"]
     assert e.getSqlState() is None
+
+
+_ERROR_AFTER_A_STOPPED_SESSION = """
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+    from spark_checkpoint_storage.checkpoint_storage import DriverCheckpointStorage
+    from spark_checkpoint_storage.errors import IllegalCheckpointStorageArgumentException
+    from spark_checkpoint_storage import java_gateway
+
+    # A storage built first launches a JVM of its own; the session then starts PySpark's.
+    storage = DriverCheckpointStorage(max_state_size=1 << 20)
+    spark = configure_spark_with_checkpoint_storage(
+        SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false"),
+        storage).getOrCreate()
+    # py4j numbers each JVM's objects from 0: fill the session's JVM past the next ids of
+    # the launched one, so that an id of the one names an object in the other.
+    launched = java_gateway._launched_gateway
+    launched_next = int(launched.jvm.java.lang.Object()._target_id[1:])
+    kept = [spark._jvm.java.lang.StringBuilder("x")
+            for _ in range(launched_next + 50)]
+    spark.stop()
+    for size in range(-5, 0):
+        try:
+            DriverCheckpointStorage(max_state_size=size)
+        except IllegalCheckpointStorageArgumentException as e:
+            print("CONVERTED", e.getMessage())
+"""
+
+
+def test_jvm_errors_of_the_launched_jvm_after_a_stopped_session(subproc):
+    """After a session stops, PySpark keeps its JVM for the next one while get_gateway()
+    serves the JVM it launched: that JVM's errors still reach the caller as this package's,
+    never as an object of the other JVM."""
+    from conftest import assert_ok
+
+    out = assert_ok(subproc.python(_ERROR_AFTER_A_STOPPED_SESSION))
+    converted = [line for line in out.splitlines() if line.startswith("CONVERTED ")]
+    assert len(converted) == 5, out
+    for size, line in zip(range(-5, 0), converted):
+        assert line.startswith("CONVERTED [CHECKPOINT_STORAGE.INVALID_ARGUMENT] ")
+        assert "got %d " % size in line

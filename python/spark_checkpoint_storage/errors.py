@@ -362,6 +362,15 @@ def _real_time_mode_refusal(java: Any) -> Optional[StateBackendNotSupportedExcep
         java_class=java_class)
 
 
+def _of_spark_context(java: Any) -> bool:
+    """Whether the JVM object ``java`` lives in the JVM of PySpark's SparkContext (the one
+    PySpark's own error conversion asks)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    return gateway is not None and getattr(java, "_gateway_client", None) is gateway._gateway_client
+
+
 def _install_pyspark_conversion() -> None:
     """
     Makes PySpark raise this package's errors for the JVM errors of this package: a wrong
@@ -380,6 +389,12 @@ def _install_pyspark_conversion() -> None:
 
     @functools.wraps(original)
     def convert_exception(e: Any) -> Any:
+        if not _of_spark_context(e):
+            # An error of the JVM get_gateway() launched beside a stopped SparkContext's:
+            # PySpark's conversion would look its object id up in the context's JVM, where the
+            # same id names another object. The raw Py4JJavaError goes on (PySpark re-raises
+            # it for an UnknownException), and this package's wrappers convert it.
+            return captured.UnknownException(desc=str(e), stackTrace="")
         own = _own_error(e)
         if own is not None:
             converted = _from_java(own)
