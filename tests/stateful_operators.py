@@ -523,10 +523,13 @@ class Driver:
     def state_placement(self, checkpoint: str) -> dict:
         """Per store of the checkpoint's operator 0: its state rows, the partitions holding
         them, and the rows outside the partition Spark's shuffle gives their key (SQL's
-        ``pmod(hash(keys), n)``, n as the offset log records it). The keys hashed are the
+        ``pmod(hash(keys), n)``, n as the offset log records it); None on Spark 3.5, which
+        has no state data source. The keys hashed are the
         operator's partitioning keys: a join's ``keyWithIndexToValue`` key without its index,
         a session window's key without the session's start."""
         from pyspark.sql import functions as F
+        if int(self.spark.version.split(".")[0]) < 4:
+            return None  # Spark 3.5 has no state data sources to read the rows back with
         meta = self.spark.read.format("state-metadata").load(checkpoint).collect()
         n = meta[0].numPartitions
         placement = {"numPartitions": n, "stores": {}}

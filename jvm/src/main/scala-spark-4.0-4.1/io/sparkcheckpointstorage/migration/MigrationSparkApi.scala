@@ -1,11 +1,13 @@
 package io.sparkcheckpointstorage.migration
 
+import java.util.UUID
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
+import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
 
@@ -24,13 +26,26 @@ object MigrationSparkApi {
 
   def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
 
+  /** None: Spark's state data source reads every store on this line. */
+  def readWithoutStateSource(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout,
+      store: StoreLayout): Option[StoreRows] = None
+
   def internalRows(df: DataFrame): RDD[InternalRow] =
     df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd
 
   def checkWritable(targetProvider: String): Unit = OwnStoreWriter.checkWritable(targetProvider)
 
-  def openEmptyStore(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType,
+  def writeSettings(targetProvider: String): Map[String, String] = OwnStoreWriter.writeSettings(targetProvider)
+
+  def openSink(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       numColsPrefixKey: Int, storeConf: StateStoreConf, hadoopConf: Configuration,
-      version: Long): (StateStoreProvider, StateStore) =
-    OwnStoreWriter.openEmptyStore(storeId, keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf, version)
+      version: Long, targetProvider: String): RowSink =
+    OwnStoreWriter.openSink(storeId, keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf, version,
+        targetProvider) {
+      val spec = if (numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, numColsPrefixKey)
+        else NoPrefixKeyStateEncoderSpec(keySchema)
+      val provider = StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
+        keySchema, valueSchema, spec, false, storeConf, hadoopConf, false, None)
+      (provider, OwnStoreWriter.closingOnFailure(provider)(provider.getStore(0, None)))
+    }
 }

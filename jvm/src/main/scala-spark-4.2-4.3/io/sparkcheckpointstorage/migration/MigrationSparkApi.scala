@@ -29,18 +29,26 @@ object MigrationSparkApi {
   /** Every provider opens a store empty at any version from 4.2. */
   def checkWritable(targetProvider: String): Unit = ()
 
+  /** The target's stores are written with the checkpoint's own settings. */
+  def writeSettings(targetProvider: String): Map[String, String] = Map.empty
+
+  /** None: Spark's state data source reads every store on this line. */
+  def readWithoutStateSource(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout,
+      store: StoreLayout): Option[StoreRows] = None
+
   def internalRows(df: DataFrame): RDD[InternalRow] =
     df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd
 
-  /** The target provider of one store, and its store opened empty at `version` (commit writes `version + 1`). */
-  def openEmptyStore(
+  /** The target provider's store opened empty at `version` (commit writes `version + 1`). */
+  def openSink(
       storeId: StateStoreId,
       keySchema: StructType,
       valueSchema: StructType,
       numColsPrefixKey: Int,
       storeConf: StateStoreConf,
       hadoopConf: Configuration,
-      version: Long): (StateStoreProvider, StateStore) = {
+      version: Long,
+      targetProvider: String): RowSink = {
     val spec = if (numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, numColsPrefixKey)
       else NoPrefixKeyStateEncoderSpec(keySchema)
     val provider = StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
@@ -48,7 +56,7 @@ object MigrationSparkApi {
     try {
       // A snapshot of the whole state at the one version written: a provider that restores from
       // a snapshot plus changes (RocksDB with changelog checkpointing) has nothing else to start from.
-      (provider, provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true))
+      new ProviderSink(provider, provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true))
     } catch {
       case e: Throwable =>
         provider.close()

@@ -49,6 +49,7 @@ object CheckpointPaths {
   private val OperatorMetadataRel = """^state/(\d+)/_metadata/metadata$""".r
   private val OperatorMetadataV2Rel = """^state/(\d+)/_metadata/v2/.*$""".r
   private val StateOperatorRel = """^state/(\d+)/.*$""".r
+  private val StoreSchemaRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?_metadata/schema$""".r
   private val LogEntryCrcRel = """^(offsets|commits)/\.(\d+)\.crc$""".r
 
   /** The query id recorded in `metadata` (its text). */
@@ -96,7 +97,7 @@ object CheckpointPaths {
 
   /** (operator, partition, store, file name) of a state file path relative to the root. */
   def storeOf(rel: String): Option[(Int, Int, String, String)] = rel match {
-    case StoreFileRel(op, part, store, name) => Some((op.toInt, part.toInt, Option(store).getOrElse("default"), name))
+    case StoreFileRel(op, part, store, name) => Some((op.toInt, part.toInt, Option(store).getOrElse(DefaultStore), name))
     case _ => None
   }
 
@@ -154,6 +155,22 @@ object CheckpointPaths {
     case OperatorMetadataV2Rel(op) => Some(op.toLong)
     case _ => None
   }
+
+  /**
+   * (operator, partition, store) of a store's state schema file,
+   * `state/<op>/<part>[/<store>]/_metadata/schema`; the store is `default` when it has no folder.
+   */
+  def storeSchemaOf(rel: String): Option[(Long, Int, String)] = rel match {
+    case StoreSchemaRel(op, part, store) => Some((op.toLong, part.toInt, Option(store).getOrElse(DefaultStore)))
+    case _ => None
+  }
+
+  /** The state schema file of a store in a partition (`storeSchemaOf` parses it). */
+  def storeSchema(op: Long, partition: Int, store: String): String =
+    if (store == DefaultStore) s"$State/$op/$partition/_metadata/schema" else s"$State/$op/$partition/$store/_metadata/schema"
+
+  /** The name of an operator's only store, which keeps its files in the partition folder itself. */
+  val DefaultStore = "default"
 
   /** The operator whose folder under `state/` holds `rel`. */
   def stateOperatorOf(rel: String): Option[Long] = rel match {

@@ -18,6 +18,8 @@ object SparkSettingKeys {
   val StatePartitions = "spark.sql.streaming.internal.stateStore.partitions"
   /** Spark 4.1+: a checksum in every state row. */
   val RowChecksum = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+  /** RocksDB's changelog checkpointing (a changelog per version, snapshots now and then). */
+  val RocksDbChangelogCheckpointing = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
   /** Spark's default checkpoint root of queries. */
   val CheckpointLocation = "spark.sql.streaming.checkpointLocation"
 }

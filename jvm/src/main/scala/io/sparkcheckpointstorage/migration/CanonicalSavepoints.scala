@@ -59,7 +59,7 @@ object CanonicalSavepoints {
         val stores = new JList[Any]()
         op.stores.foreach { store =>
           var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
-          if (store.name != "default") reader = reader.option("storeName", store.name)
+          if (store.name != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store.name)
           val df = reader.load(layout.root).select("key", "value", "partition_id")
           val rel = s"$StateDir/${op.id}/${store.name}"
           df.write.partitionBy("partition_id").parquet(new Path(dst.temporary, rel).toString)

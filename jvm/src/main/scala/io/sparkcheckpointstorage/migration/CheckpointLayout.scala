@@ -6,6 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.types.StructType
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
@@ -14,7 +15,10 @@ import io.sparkcheckpointstorage.packs.PackFiles
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
 final case class StoreLayout(name: String, numColsPrefixKey: Int, numPartitions: Int)
 
-/** A stateful operator of a checkpoint, as Spark's operator metadata (`state/<op>/_metadata/metadata`) records it. */
+/**
+ * A stateful operator of a checkpoint, as Spark's operator metadata (`state/<op>/_metadata/metadata`)
+ * records it, or as its state schemas tell it where Spark recorded none ([[InferredOperator]]).
+ */
 final case class OperatorLayout(id: Long, name: String, stores: Seq[StoreLayout])
 
 /**
@@ -48,6 +52,15 @@ final class CheckpointLayout private (
       s"${SparkSettingKeys.ShufflePartitions}: this checkpoint was written by a Spark too old to rescale.")
   }
 
+  /** The key and value schemas of `store` of operator `op`, as its partition 0 records them. */
+  def storeSchemas(op: Long, store: String): (StructType, StructType) = {
+    val rel = CheckpointPaths.storeSchema(op, 0, store)
+    val entry = entries.find(_.relPath == rel).getOrElse(throw new MigrationException(
+      s"The state schema $rel of store $store of operator $op is missing from the checkpoint $root."))
+    InferredOperator.readSchemaFile(reader.read(entry).getOrElse(throw new MigrationException(
+      s"$rel of the checkpoint $root disappeared while it was read.")), s"$root/$rel")
+  }
+
   /** The number of state partitions (Spark's `spark.sql.shuffle.partitions` when the query started). */
   def numPartitions: Int = operators.flatMap(_.stores.map(_.numPartitions)).headOption
     .orElse(offsetConf.get(SparkSettingKeys.ShufflePartitions).map(_.toInt))
@@ -60,8 +73,8 @@ object CheckpointLayout {
   /**
    * Reads the checkpoint at `location` at `batchId` (-1: the last committed batch), refusing
    * what a migration cannot take: no checkpoint, no committed batch, a batch that is not
-   * committed, state checkpoint format version 2, operators Spark recorded no metadata for
-   * or that keep column families.
+   * committed, state checkpoint format version 2, operators that keep column families, or
+   * whose kind neither their metadata nor their state schemas tell.
    */
   def read(location: String, batchId: Long, conf: Configuration): CheckpointLayout = {
     val reader = new CheckpointReader(location, conf)
@@ -72,12 +85,13 @@ object CheckpointLayout {
       case Left(why) => throw new MigrationException(why.message(root, "migrate", "migrated"))
     }
     val entries = reader.entries()
-    def text(rel: String): String = {
+    def bytes(rel: String): Array[Byte] = {
       val entry = entries.find(_.relPath == rel).getOrElse(
         throw new MigrationException(s"$rel is missing from the checkpoint $root."))
-      new String(reader.read(entry).getOrElse(throw new MigrationException(
-        s"$rel of the checkpoint $root disappeared while it was read.")), StandardCharsets.UTF_8)
+      reader.read(entry).getOrElse(throw new MigrationException(
+        s"$rel of the checkpoint $root disappeared while it was read."))
     }
+    def text(rel: String): String = new String(bytes(rel), StandardCharsets.UTF_8)
     val offsetConf = parseOffsetConf(text(CheckpointPaths.offsetEntry(batch)), s"$root/${CheckpointPaths.offsetEntry(batch)}")
     // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
     // the setting itself is not recorded in the offset log.
@@ -98,16 +112,28 @@ object CheckpointLayout {
         "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
         "flatMapGroupsWithState, applyInPandasWithState, session windows.")
     }
-    val operators = entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataOf).sorted
+    val recorded = entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataOf).sorted
       .map(CheckpointPaths.operatorMetadata).map(rel => parseOperator(text(rel), s"$root/$rel"))
-    val stateOperatorIds = entries.map(_.relPath).flatMap(CheckpointPaths.stateOperatorOf).distinct
-    stateOperatorIds.filterNot(id => operators.exists(_.id == id)).headOption.foreach { id =>
-      throw new MigrationException(s"Operator $id of the checkpoint $root has state but no operator " +
-        s"metadata (${CheckpointPaths.operatorMetadata(id)}), which Spark writes from 4.0 on: the checkpoint was " +
-        "written by Spark 3.5 or before, and without it which operator keeps the state, its stores and " +
-        "key prefix, and so how its rows are indexed and partitioned, cannot be told. Resume the query " +
-        "on Spark 4.0 or later for one batch (Spark then writes the metadata) and migrate that checkpoint.")
-    }
+    // Spark 3.5 records no operator metadata: its operators are told from their state schemas.
+    val inferred = entries.map(_.relPath).flatMap(CheckpointPaths.stateOperatorOf).distinct.sorted
+      .filterNot(id => recorded.exists(_.id == id)).map { id =>
+        val schemas = entries.flatMap(e => CheckpointPaths.storeSchemaOf(e.relPath).collect {
+          case (`id`, 0, store) => store -> e
+        }).toMap
+        if (schemas.isEmpty) {
+          throw new MigrationException(s"Operator $id of the checkpoint $root has state but neither operator " +
+            s"metadata (${CheckpointPaths.operatorMetadata(id)}) nor the state schema of its partition 0 " +
+            s"(state/$id/0/_metadata/schema): which operator keeps the state, its stores and key prefix, and " +
+            "so how its rows are indexed and partitioned, cannot be told. Resume the query on Spark 4.0 or " +
+            "later for one batch (Spark then writes the metadata) and migrate that checkpoint.")
+        }
+        val partitions = offsetConf.get(SparkSettingKeys.ShufflePartitions).map(_.toInt).getOrElse(
+          throw new MigrationException(s"The offset log entry ${CheckpointPaths.offsetEntry(batch)} of $root " +
+            s"records no ${SparkSettingKeys.ShufflePartitions}, and operator $id no metadata: its number of " +
+            "state partitions cannot be told."))
+        InferredOperator.infer(id, root, schemas.map { case (store, e) => store -> bytes(e.relPath) }, partitions)
+      }
+    val operators = (recorded ++ inferred).sortBy(_.id)
     operators.find(_.name.toLowerCase(java.util.Locale.ROOT).contains("transformwithstate")).foreach { op =>
       throw new MigrationException(s"Operator ${op.id} of the checkpoint $root is ${op.name}, which keeps " +
         "its state in column families that only Spark's RocksDBStateStoreProvider stores: it cannot be " +

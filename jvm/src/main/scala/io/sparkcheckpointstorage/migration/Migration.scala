@@ -76,7 +76,7 @@ object Migration {
     }
     inJobGroup(spark) { _ =>
       writeCheckpoint(spark, layout, target, targetProvider, conf, started, options) { (op, store) =>
-        StateRowsReader.read(spark, layout.root, op.id, store.name, layout.batchId)
+        StateRowsReader.read(spark, layout, op, store)
       }
     }
   }
@@ -223,6 +223,7 @@ object Migration {
     val sqlConf = MigrationSparkApi.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     sqlConf.setConfString(SparkSettingKeys.ProviderClass, targetProvider)
+    MigrationSparkApi.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
     new StateStoreConf(sqlConf, Map.empty)
   }
 

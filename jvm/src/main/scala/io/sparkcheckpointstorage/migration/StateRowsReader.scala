@@ -5,6 +5,8 @@ import org.apache.spark.sql.{DataFrameReader, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
+import io.sparkcheckpointstorage.layout.CheckpointPaths
+
 /**
  * The rows of one state store of a checkpoint at a batch, read by Spark's state data source
  * (`statestore`): it rebuilds the query's state settings from the offset log and opens the
@@ -29,12 +31,20 @@ object StateRowsReader {
     spark.read.format("statestore")
   }
 
+  /**
+   * The rows of `store` of `op` at the layout's batch: by Spark's state data source, or on a
+   * line without one (3.5) by the provider that wrote them, opened on the executors.
+   */
+  def read(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout, store: StoreLayout): StoreRows =
+    MigrationSparkApi.readWithoutStateSource(spark, layout, op, store)
+      .getOrElse(read(spark, layout.root, op.id, store.name, layout.batchId))
+
   def read(spark: SparkSession, checkpoint: String, operatorId: Long, store: String, batchId: Long): StoreRows = {
     var reader = stateSource(spark)
       .option("batchId", batchId)
       .option("operatorId", operatorId)
     // The default store is read without a name; a join's four stores by theirs.
-    if (store != "default") reader = reader.option("storeName", store)
+    if (store != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store)
     val df = reader.load(checkpoint)
     val schema = df.schema
     StoreRows(

@@ -1,5 +1,7 @@
 package io.sparkcheckpointstorage.migration
 
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -23,6 +25,49 @@ private[migration] final class ProviderSink(provider: StateStoreProvider, store:
   def close(): Unit = provider.close()
 }
 
+/**
+ * Spark's RocksDB provider before 4.2, which opens a store only at a version it wrote: the
+ * rows go into its version 0 and commit version 1 (a snapshot, changelog checkpointing off for
+ * the write: [[OwnStoreWriter.writeSettings]]), whose `1.zip` is then renamed to the batch's
+ * version. Nothing in a RocksDB snapshot names its own version: the zip's name is the version,
+ * and the SST files it lists keep theirs.
+ */
+private[migration] final class RocksDbFirstVersionSink(
+    provider: StateStoreProvider,
+    store: StateStore,
+    storeDir: Path,
+    version: Long,
+    hadoopConf: Configuration) extends RowSink {
+  private var closed = false
+
+  def put(key: UnsafeRow, value: UnsafeRow): Unit = store.put(key, value)
+
+  def commit(): Unit = {
+    store.commit()
+    close() // the snapshot is uploaded and the instance released before its file moves
+    val fs = storeDir.getFileSystem(hadoopConf)
+    val written = new Path(storeDir, "1.zip")
+    if (!fs.exists(written)) {
+      throw new MigrationException(s"RocksDB committed version 1 of $storeDir without writing its " +
+        s"snapshot $written, so it cannot become version $version.")
+    }
+    // Spark 4.1+ writes a checksum beside each file (`1.zip.crc`): it moves with its zip.
+    Seq("1.zip" -> s"$version.zip", "1.zip.crc" -> s"$version.zip.crc").foreach { case (from, to) =>
+      val (src, dst) = (new Path(storeDir, from), new Path(storeDir, to))
+      if (version != 1 && fs.exists(src) && !fs.rename(src, dst)) {
+        throw new MigrationException(s"Could not rename RocksDB's snapshot file $src to $dst.")
+      }
+    }
+  }
+
+  def abort(): Unit = if (!store.hasCommitted) store.abort()
+
+  def close(): Unit = if (!closed) {
+    closed = true
+    provider.close()
+  }
+}
+
 private[migration] final class HdfsSink(file: HdfsSnapshotFile) extends RowSink {
   def put(key: UnsafeRow, value: UnsafeRow): Unit = file.put(key, value)
   def commit(): Unit = file.commit()
@@ -38,7 +83,8 @@ final case class WrittenStore(operatorId: Long, store: String, rowsPerPartition:
  * provider opens the store empty at the batch's version, takes every row and commits the
  * next version (batch N: state version N + 1), as if the batch had been run on it. Spark's
  * HDFS provider cannot open a store empty at a version, so its snapshot file of that version
- * is written instead ([[HdfsSnapshotFile]]).
+ * is written instead ([[HdfsSnapshotFile]]); before 4.2 no Spark provider can
+ * ([[OwnStoreWriter]]).
  */
 object StateRowsWriter {
   /**
@@ -79,9 +125,8 @@ object StateRowsWriter {
       val sink = if (targetProvider == TargetProvider.Hdfs) {
         new HdfsSink(new HdfsSnapshotFile(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
       } else {
-        val (provider, store) = MigrationSparkApi.openEmptyStore(storeId, keySchema, valueSchema, prefix,
-          storeConf, hadoopConf.value, batchId)
-        new ProviderSink(provider, store)
+        MigrationSparkApi.openSink(storeId, keySchema, valueSchema, prefix, storeConf, hadoopConf.value,
+          batchId, targetProvider)
       }
       var n = 0L
       try {

@@ -48,4 +48,15 @@ class CheckpointPathsSuite extends AnyFunSuite {
     assert(CheckpointPaths.logEntryBatch(CheckpointPaths.offsetEntry(5)) == Some(5L))
     assert(CheckpointPaths.logEntryBatch(CheckpointPaths.commitEntry(6)) == Some(6L))
   }
+
+  test("state schema files: operator, partition and store, the default store without a folder") {
+    assert(CheckpointPaths.storeSchemaOf("state/2/0/_metadata/schema") == Some((2L, 0, "default")))
+    assert(CheckpointPaths.storeSchemaOf("state/2/0/left-keyToNumValues/_metadata/schema") ==
+      Some((2L, 0, "left-keyToNumValues")))
+    assert(CheckpointPaths.storeSchemaOf(CheckpointPaths.storeSchema(4, 1, "right-keyWithIndexToValue")) ==
+      Some((4L, 1, "right-keyWithIndexToValue")))
+    assert(CheckpointPaths.storeSchemaOf(CheckpointPaths.storeSchema(4, 0, "default")) == Some((4L, 0, "default")))
+    assert(CheckpointPaths.storeSchemaOf("state/2/_metadata/metadata").isEmpty)
+    assert(CheckpointPaths.storeSchemaOf("state/2/0/1.delta").isEmpty)
+  }
 }
