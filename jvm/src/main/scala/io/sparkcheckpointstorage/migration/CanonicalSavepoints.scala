@@ -58,9 +58,12 @@ object CanonicalSavepoints {
       layout.operators.foreach { op =>
         val stores = new JList[Any]()
         op.stores.foreach { store =>
-          var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
-          if (store.name != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store.name)
-          val df = reader.load(layout.root).select("key", "value", "partition_id")
+          val df = MigrationSparkApi.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
+            .getOrElse {
+              var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
+              if (store.name != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store.name)
+              reader.load(layout.root).select("key", "value", "partition_id")
+            }
           val rel = s"$StateDir/${op.id}/${store.name}"
           df.write.partitionBy("partition_id").parquet(new Path(dst.temporary, rel).toString)
           val rows = spark.read.parquet(new Path(dst.temporary, rel).toString).count()

@@ -1,9 +1,9 @@
 package io.sparkcheckpointstorage.migration
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.{DataFrameReader, SparkSession}
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.{DataFrame, DataFrameReader, Row, SparkSession}
+import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
+import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
 
 import io.sparkcheckpointstorage.layout.CheckpointPaths
 
@@ -52,5 +52,22 @@ object StateRowsReader {
       schema("key").dataType.asInstanceOf[StructType],
       schema("value").dataType.asInstanceOf[StructType],
       schema.fieldIndex("key"), schema.fieldIndex("value"), schema.fieldIndex("partition_id"))
+  }
+
+  /**
+   * `rows` as the state data source shows them (`key`, `value`, `partition_id`), for a line
+   * that has none (3.5): a canonical savepoint writes this to parquet.
+   */
+  def dataFrame(spark: SparkSession, rows: StoreRows): DataFrame = {
+    val schema = StructType(Seq(StructField("key", rows.keySchema, nullable = false),
+      StructField("value", rows.valueSchema, nullable = false), StructField("partition_id", IntegerType, nullable = false)))
+    val (keyFields, valueFields) = (rows.keySchema.length, rows.valueSchema.length)
+    val (keyIndex, valueIndex, partitionIndex) = (rows.keyIndex, rows.valueIndex, rows.partitionIndex)
+    val external = rows.rows.mapPartitions { it =>
+      val toRow = CatalystTypeConverters.createToScalaConverter(schema)
+      it.map(r => toRow(InternalRow(r.getStruct(keyIndex, keyFields), r.getStruct(valueIndex, valueFields),
+        r.getInt(partitionIndex))).asInstanceOf[Row])
+    }
+    spark.createDataFrame(external, schema)
   }
 }
