@@ -364,6 +364,9 @@ def test_refuses_transform_with_state(spark, tmp_path):
         spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
     assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap"),
                    "transformWithState", "column families", "cannot be migrated")
+    # A rescale is told what Spark offers for it instead.
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="rocksdb", num_partitions=3),
+                   "transformWithState", "spark._streamingCheckpointManager.repartition(savepoint_path, n)")
 
 
 def test_failed_migration_leaves_nothing(spark, small_checkpoint, tmp_path):

@@ -70,6 +70,11 @@ final class CheckpointLayout private (
 object CheckpointLayout {
   private val mapper = new ObjectMapper()
 
+  /** What a transformWithState query that needs another number of partitions can do instead. */
+  private val TransformWithStateRescale = "To give it another number of partitions: from Spark 4.2, " +
+    "Spark repartitions a RocksDB checkpoint itself, in place (take a savepoint of it, then call " +
+    "spark._streamingCheckpointManager.repartition(savepoint_path, n) in Python)."
+
   /**
    * Reads the checkpoint at `location` at `batchId` (-1: the last committed batch), refusing
    * what a migration cannot take: no checkpoint, no committed batch, a batch that is not
@@ -110,7 +115,7 @@ object CheckpointLayout {
         s"(${CheckpointPaths.operatorMetadataV2Dir(op)}): it is a transformWithState operator, which keeps its state in column " +
         "families that only Spark's RocksDBStateStoreProvider stores, and cannot be migrated. Supported: " +
         "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
-        "flatMapGroupsWithState, applyInPandasWithState, session windows.")
+        "flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateRescale)
     }
     val recorded = entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataOf).sorted
       .map(CheckpointPaths.operatorMetadata).map(rel => parseOperator(text(rel), s"$root/$rel"))
@@ -138,7 +143,7 @@ object CheckpointLayout {
       throw new MigrationException(s"Operator ${op.id} of the checkpoint $root is ${op.name}, which keeps " +
         "its state in column families that only Spark's RocksDBStateStoreProvider stores: it cannot be " +
         "migrated. Supported: aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream " +
-        "joins, flatMapGroupsWithState, applyInPandasWithState, session windows.")
+        "joins, flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateRescale)
     }
     new CheckpointLayout(reader, batch, committed, offsetConf, operators, entries)
   }
