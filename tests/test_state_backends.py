@@ -6,6 +6,7 @@ counted against RocksDB on Spark's own file manager; checkpoint format version 2
 hash-map backend refused by Spark for transformWithState."""
 import json
 import os
+import re
 
 import pytest
 from pyspark.sql import SparkSession
@@ -525,6 +526,17 @@ def test_checkpoint_format_version_2_with_rocksdb_through_our_file_manager(spark
         for partition, (unique_id,) in enumerate(ids):
             assert ("state/0/%d/3_%s.changelog" % (partition, unique_id)).encode() in packed, \
                 (name, partition, unique_id)
+        # RocksDB's snapshots named by checkpoint id (transformWithState's first batch makes
+        # one per partition): from 4.2 RocksDB reads them through the file manager, and they
+        # are packed too (its SST files stay files); before 4.2 they are files.
+        zips_on_disk = [f for f in files_under(os.path.join(checkpoint, "state")) if ".zip" in f]
+        snapshots_packed = set(re.findall(rb"state/0/\d/\d+_[0-9a-f-]+\.zip(?!\.crc)", packed))
+        if _LINE >= (4, 2):
+            assert not zips_on_disk, (name, zips_on_disk)
+            assert len(snapshots_packed) >= (2 if name == "tws" else 0), (name, snapshots_packed)
+        else:
+            assert not snapshots_packed, (name, snapshots_packed)
+            assert len(zips_on_disk) >= (2 if name == "tws" else 0), (name, zips_on_disk)
 
 
 # --------------------------------------------------------------------------------------

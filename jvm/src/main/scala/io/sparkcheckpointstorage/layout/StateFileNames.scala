@@ -1,5 +1,7 @@
 package io.sparkcheckpointstorage.layout
 
+import io.sparkcheckpointstorage.BuildInfo
+
 /** What a state file's name says: its store version and whether it holds changes or a whole state. */
 final case class VersionedName(version: Long, snapshot: Boolean)
 
@@ -35,13 +37,26 @@ object StateFileNames {
    * State files whose providers read them back through the checkpoint file manager: ours, the
    * deltas and snapshots of Spark's HDFSBacked provider, RocksDB's changelogs, and the checksum
    * sidecars Spark 4.1+ writes next to any of them. Only these may be held inline (in the
-   * driver's heap or a pack). RocksDB opens its snapshot zips (and its SST files) through
-   * Hadoop's FileSystem, past the file manager: a zip held inline would be listed but not
-   * found by the next provider instance, so a zip, and any file of a provider not named here,
-   * stays a file of its own.
+   * driver's heap or a pack). RocksDB opens its snapshot zips of format version 1 (and its SST
+   * files) through Hadoop's FileSystem, past the file manager: such a zip held inline would be
+   * listed but not found by the next provider instance, so it, and any file of a provider not
+   * named here, stays a file of its own (zips with a checkpoint id: see below).
    */
   private val ReadThroughFileManager =
     s"""^\\d+(_[0-9a-f-]+)?\\.${any(Ours ++ HdfsBacked :+ RocksDbChangelog)}(\\.crc)?$$""".r
+
+  /**
+   * RocksDB's snapshots named by a checkpoint id (state checkpoint format version 2,
+   * `<version>_<id>.zip`): from Spark 4.2 RocksDB writes, lists, opens and deletes them through
+   * the checkpoint file manager (and decides from them which SST files a kept version needs),
+   * so they may be held inline there; before 4.2 it opens them through Hadoop's FileSystem.
+   * Snapshots without an id (format version 1) are opened through the FileSystem on every line.
+   */
+  private val RocksDbZipWithCheckpointId = s"""^\\d+_[0-9a-f-]+\\.$RocksDbZip(\\.crc)?$$""".r
+  private lazy val rocksDbZipsThroughFileManager: Boolean = {
+    val Array(major, minor) = BuildInfo.sparkLine.split('.').take(2).map(_.toInt)
+    major > 4 || (major == 4 && minor >= 2)
+  }
 
   /** (version, suffix) of one of our state files. */
   def ours(name: String): Option[(Long, String)] = name match {
@@ -63,7 +78,9 @@ object StateFileNames {
   }
 
   /** May the state file at `relPath` (from `CheckpointPaths.splitState`) be held inline? */
-  def inlinable(relPath: String): Boolean =
-    !CheckpointPaths.isStoreMetadata(relPath) &&
-      ReadThroughFileManager.pattern.matcher(relPath.substring(relPath.lastIndexOf('/') + 1)).matches()
+  def inlinable(relPath: String): Boolean = {
+    val name = relPath.substring(relPath.lastIndexOf('/') + 1)
+    !CheckpointPaths.isStoreMetadata(relPath) && (ReadThroughFileManager.pattern.matcher(name).matches() ||
+      (rocksDbZipsThroughFileManager && RocksDbZipWithCheckpointId.pattern.matcher(name).matches()))
+  }
 }

@@ -59,4 +59,15 @@ class CheckpointPathsSuite extends AnyFunSuite {
     assert(CheckpointPaths.storeSchemaOf("state/2/_metadata/metadata").isEmpty)
     assert(CheckpointPaths.storeSchemaOf("state/2/0/1.delta").isEmpty)
   }
+
+  test("RocksDB snapshots may be held inline only with a checkpoint id, and only where Spark reads them through the file manager") {
+    val line = io.sparkcheckpointstorage.BuildInfo.sparkLine.split('.').map(_.toInt)
+    val fromFourTwo = line(0) > 4 || (line(0) == 4 && line(1) >= 2)
+    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip") == fromFourTwo)
+    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip.crc") == fromFourTwo)
+    assert(!StateFileNames.inlinable("state/0/1/3.zip"))
+    assert(!StateFileNames.inlinable("state/0/1/SSTs/000008-0b1c2d3e-aaaa.sst"))
+    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.changelog"))
+    assert(StateFileNames.inlinable("state/0/1/3.changelog"))
+  }
 }
