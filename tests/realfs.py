@@ -509,3 +509,38 @@ def read_counters(description: Dict) -> Dict[str, int]:
 def start(scheme: str, work: str) -> RemoteFs:
     """Starts ``hdfs`` (MiniDFSCluster) or ``s3a`` (SeaweedFS) with its data under ``work``."""
     return {"hdfs": MiniDfs, "s3a": SeaweedS3}[scheme](work)
+
+
+# --------------------------------------------------------------------------------------
+# Driver processes of the Kafka modules (tests/test_kafka.py, tests/test_real_time_mode.py)
+
+def run_kafka_driver(driver: str, folder, spec: Dict):
+    """Runs the driver script ``driver`` (a template taking the JSON spec) in a process of its
+    own with ``spec``, this folder on its import path; its output stays in ``folder``."""
+    from conftest import Subprocess
+
+    spec = dict(spec, tests=os.path.dirname(os.path.abspath(__file__)))
+    result = Subprocess(folder).python(driver % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
+    (folder / "stdout.txt").write_text(result.stdout)
+    (folder / "stderr.txt").write_text(result.stderr)
+    return result
+
+
+def kafka_driver_session(spec: Dict, master: str, driver_memory: str,
+                         extra: Optional[Dict[str, str]] = None):
+    """The session of a Kafka driver process: ``master``, no UI, Spark's Kafka connector of the
+    line (``spec["jars"]``), 2 shuffle partitions, ``extra`` settings, configured by
+    ``configure_spark_with_checkpoint_storage``; Spark's own log at ERROR."""
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.driver.memory": driver_memory, "spark.jars": ",".join(spec["jars"]),
+                "spark.sql.shuffle.partitions": "2"}
+    settings.update(extra or {})
+    builder = SparkSession.builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -30,7 +30,8 @@ from typing import Dict, List, Tuple
 import pyspark
 import pytest
 
-from conftest import ROOT, Subprocess, assert_ok
+from conftest import ROOT, assert_ok
+from realfs import run_kafka_driver
 
 _LINE = ".".join(pyspark.__version__.split(".")[:2])
 _CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
@@ -46,24 +47,17 @@ VARIANTS = [(backend, storage) for backend in ("hashmap", "rocksdb")
             for storage in ("filesystem", "driver")]
 
 DRIVER = r"""
-import json, os, signal, time
-from pyspark.sql import SparkSession
+import json, os, signal, sys, time
 from pyspark.sql import functions as F
 from spark_checkpoint_storage import (
-    EmbeddedRocksDBStateBackend, HashMapStateBackend, configure_spark_with_checkpoint_storage,
-    get_checkpoint_config, jvm_names)
+    EmbeddedRocksDBStateBackend, HashMapStateBackend, get_checkpoint_config, jvm_names)
 
 spec = json.loads(%r)
 root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 
-builder = (SparkSession.builder.master("local[2]")
-           .config("spark.ui.enabled", "false")
-           .config("spark.ui.showConsoleProgress", "false")
-           .config("spark.driver.memory", "512m")
-           .config("spark.jars", ",".join(spec["jars"]))
-           .config("spark.sql.shuffle.partitions", 2))
-spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+sys.path.insert(0, spec["tests"])
+from realfs import kafka_driver_session
+spark = kafka_driver_session(spec, "local[2]", "512m")
 config = get_checkpoint_config(spark)
 
 
@@ -219,10 +213,7 @@ def waves(first: int, count: int) -> List[Dict]:
 
 def run_driver(folder, spec: Dict):
     """Runs one driver process with ``spec``; its output stays in ``folder``."""
-    result = Subprocess(folder).python(DRIVER % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
-    (folder / "stdout.txt").write_text(result.stdout)
-    (folder / "stderr.txt").write_text(result.stderr)
-    return result
+    return run_kafka_driver(DRIVER, folder, spec)
 
 
 def read_back(root: str) -> Dict:

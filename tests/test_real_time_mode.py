@@ -27,7 +27,8 @@ from typing import Dict, List
 import pyspark
 import pytest
 
-from conftest import ROOT, Subprocess, assert_ok
+from conftest import ROOT, assert_ok
+from realfs import run_kafka_driver
 
 _LINE = ".".join(pyspark.__version__.split(".")[:2])
 _CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
@@ -45,13 +46,10 @@ pytestmark = [
 STORAGES = ("filesystem", "driver")
 
 DRIVER = r"""
-import json, os, time
+import json, os, sys, time
 from collections import defaultdict
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_checkpoint_storage import (
-    EmbeddedRocksDBStateBackend, configure_spark_with_checkpoint_storage, get_checkpoint_config,
-    jvm_names)
+from spark_checkpoint_storage import EmbeddedRocksDBStateBackend, get_checkpoint_config, jvm_names
 
 spec = json.loads(%r)
 root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
@@ -60,15 +58,10 @@ root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 # partitions plus shuffle partitions): the six queries (14 tasks) and the read-backs polling
 # the output topic get slots to spare. Spark's admission check before each group counted 0
 # of 32 slots free with four such queries in one driver and failed the query, so it is off.
-builder = (SparkSession.builder.master("local[20]")
-           .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
-           .config("spark.ui.enabled", "false")
-           .config("spark.ui.showConsoleProgress", "false")
-           .config("spark.driver.memory", "768m")
-           .config("spark.jars", ",".join(spec["jars"]))
-           .config("spark.sql.shuffle.partitions", 2))
-spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+sys.path.insert(0, spec["tests"])
+from realfs import kafka_driver_session
+spark = kafka_driver_session(spec, "local[20]", "768m",
+                             {"spark.scheduler.pipelinedGroup.slotCheck.enabled": "false"})
 config = get_checkpoint_config(spark)
 config.set_state_backend(EmbeddedRocksDBStateBackend())
 
@@ -196,9 +189,7 @@ def restarted(kafka_broker, connector_jars, tmp_path_factory):
                 "jars": connector_jars, "storages": STORAGES, "wave": waves[phase - 1],
                 "expected": expected_after(waves[:phase]), "read_back": phase == 2}
         folder = tmp_path_factory.mktemp("rtm-phase%d" % phase)
-        result = Subprocess(folder).python(DRIVER % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
-        (folder / "stdout.txt").write_text(result.stdout)
-        (folder / "stderr.txt").write_text(result.stderr)
+        result = run_kafka_driver(DRIVER, folder, spec)
         assert "PHASE DONE" in assert_ok(result)
     with open(os.path.join(root, "read-back.json")) as f:
         return root, json.load(f)
