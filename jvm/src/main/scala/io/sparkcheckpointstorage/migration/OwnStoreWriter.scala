@@ -52,14 +52,8 @@ object OwnStoreWriter {
       return new RocksDbFirstVersionSink(provider, store, storeId.storeCheckpointLocation(), version + 1, hadoopConf)
     }
     val provider = new HeapStateStoreProvider()
-    try {
-      new ProviderSink(provider, provider.openEmptyForMigration(storeId, keySchema, valueSchema,
-        if (numColsPrefixKey > 0) Some(numColsPrefixKey) else None, storeConf, hadoopConf, version))
-    } catch {
-      case e: Throwable =>
-        provider.close()
-        throw e
-    }
+    new ProviderSink(provider, closingOnFailure(provider)(provider.openEmptyForMigration(storeId, keySchema,
+      valueSchema, if (numColsPrefixKey > 0) Some(numColsPrefixKey) else None, storeConf, hadoopConf, version)))
   }
 
   /** Closes `provider` when opening its store failed. */
