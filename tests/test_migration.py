@@ -329,9 +329,12 @@ def test_refuses_state_checkpoint_format_version_2(spark, tmp_path):
     assert not (tmp_path / "dst").exists()
 
 
-def test_refuses_transform_with_state(spark, tmp_path):
-    """transformWithState keeps column families (RocksDB only): refused, naming the operator."""
+def test_transform_with_state_goes_to_rocksdb_only_and_rescales_there(spark, tmp_path):
+    """transformWithState keeps column families (RocksDB only): another target is refused,
+    naming the operator; to RocksDB it is rescaled (Spark 4.2+, refused before, naming the
+    line), and the query resumes from the new checkpoint counting on."""
     import pandas as pd
+    import pyspark
     from pyspark.sql.streaming import StatefulProcessor
     from spark_checkpoint_storage.migration import migrate
 
@@ -349,24 +352,44 @@ def test_refuses_transform_with_state(spark, tmp_path):
         def close(self):
             pass
 
-    source, src = str(tmp_path / "source"), str(tmp_path / "src")
-    add_file(spark, source, spark.createDataFrame([(1, 1), (2, 2)], COUNTS))
-    spark.conf.set(PROVIDER_CONF, so.provider_class("rocksdb"))
-    try:
+    def run(checkpoint):
         query = (spark.readStream.schema(COUNTS).parquet(source).groupBy("k")
                  .transformWithStateInPandas(Count(), outputStructType="k long, n long",
                                              outputMode="Update", timeMode="None")
                  .writeStream.outputMode("update").format("noop")
-                 .option("checkpointLocation", src).start())
+                 .option("checkpointLocation", checkpoint).start())
         query.processAllAvailable()
         query.stop()
+
+    source, src, dst = str(tmp_path / "source"), str(tmp_path / "src"), str(tmp_path / "dst")
+    add_file(spark, source, spark.createDataFrame([(k, k) for k in range(20)], COUNTS))
+    spark.conf.set(PROVIDER_CONF, so.provider_class("rocksdb"))
+    try:
+        run(src)
+        assert_refused(lambda: migrate(src, dst, to="heap"),
+                       "transformWithState", "column families", "cannot be migrated", "to=rocksdb")
+        line = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
+        if line < (4, 2):
+            assert_refused(lambda: migrate(src, dst, to="rocksdb", num_partitions=3),
+                           "transformWithState", "Spark 4.2")
+            return
+        result = migrate(src, dst, to="rocksdb", num_partitions=3)
+        assert (result.source_num_partitions, result.num_partitions) == (
+            int(spark.conf.get("spark.sql.shuffle.partitions")), 3)
+        [operator] = result.operators
+        assert [(s["store"], s["rows"]) for s in operator["stores"]] == [("n", 20)]
+        # Resumed with one more row for keys 0 and 1: their counts go on from the checkpoint.
+        add_file(spark, source, spark.createDataFrame([(0, 1), (1, 1)], COUNTS))
+        run(dst)
+        state = {r.key.k: (r.value.n, r.partition_id) for r in spark.read.format("statestore")
+                 .option("path", dst).option("stateVarName", "n").load().collect()}
+        assert len(state) == 20 and state[0][0] == state[1][0] == 2 and state[2][0] == 1
+        placed = spark.createDataFrame([(k, p) for k, (_, p) in state.items()], "k long, p int")
+        assert placed.filter("p != pmod(hash(k), 3)").count() == 0
     finally:
         spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
-    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="heap"),
-                   "transformWithState", "column families", "cannot be migrated")
-    # A rescale is told what Spark offers for it instead.
-    assert_refused(lambda: migrate(src, str(tmp_path / "dst"), to="rocksdb", num_partitions=3),
-                   "transformWithState", "spark._streamingCheckpointManager.repartition(savepoint_path, n)")
+    assert_refused(lambda: migrate(src, str(tmp_path / "dst2"), to="rocksdb", num_partitions=0),
+                   "an int >= 1")
 
 
 def test_failed_migration_leaves_nothing(spark, small_checkpoint, tmp_path):

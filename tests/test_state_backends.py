@@ -320,13 +320,27 @@ spark = configure_spark_with_checkpoint_storage(
 config = get_checkpoint_config(spark)
 
 
+def checkpoint_of(variant):
+    # Phase 2 resumes the migrated variant from its checkpoint migrated to RocksDB (rescaled
+    # where the spec says), which it migrates first.
+    folder = os.path.join(root, variant)
+    if variant != "filesystem-migrated" or spec["phase"] == 1:
+        return os.path.join(folder, "checkpoint")
+    from spark_checkpoint_storage.migration import migrate
+    result = migrate(os.path.join(folder, "checkpoint"), os.path.join(folder, "migrated"),
+                     to="rocksdb", num_partitions=spec.get("rescale_to"), spark=spark)
+    print("MIGRATED " + json.dumps(result.to_dict()))
+    return os.path.join(folder, "migrated")
+
+
 def start(variant):
     folder = os.path.join(root, variant)
+    checkpoint = checkpoint_of(variant)
     if variant == "spark-file-manager":
         spark.conf.set(jvm_names.FILE_MANAGER_CLASS_CONF, jvm_names.spark_file_manager_class())
     else:
         spark.conf.set(jvm_names.FILE_MANAGER_CLASS_CONF, jvm_names.FILE_MANAGER_CLASS)
-        storage = (FileSystemCheckpointStorage if variant == "filesystem"
+        storage = (FileSystemCheckpointStorage if variant.startswith("filesystem")
                    else DriverCheckpointStorage)(os.path.join(folder, "storage"))
         config.set_checkpoint_storage(storage)
     os.makedirs(os.path.join(folder, "source"), exist_ok=True)
@@ -337,7 +351,7 @@ def start(variant):
                                    "had_short boolean, had_long boolean",
                   outputMode="Append", timeMode="ProcessingTime"))
     return (stream.writeStream.format("parquet").option("path", os.path.join(folder, "out"))
-            .option("checkpointLocation", os.path.join(folder, "checkpoint")).start())
+            .option("checkpointLocation", checkpoint).start())
 
 
 def run(query, variant, rows):
@@ -390,10 +404,17 @@ TWS_EXPECTED = sorted(
 def test_transform_with_state_on_rocksdb_through_both_storages_resumes_in_a_new_driver(
         spark, subproc, tmp_path):
     root = str(tmp_path / "tws")
+    # A fourth query is migrated between the drivers, rescaled from 2 to 5 partitions where
+    # Spark has its state rewriter (4.2+), copied before; then it resumes on the copy.
+    rescale_to = 5 if _LINE >= (4, 2) else None
     for phase in (1, 2):
-        spec = {"root": root, "phase": phase, "variants": VARIANTS}
-        assert "PHASE %d DONE" % phase in assert_ok(subproc.python(
-            TWS_DRIVER % json.dumps(spec), timeout=600, env={"TZ": "UTC"}))
+        spec = {"root": root, "phase": phase, "variants": VARIANTS + ["filesystem-migrated"],
+                "rescale_to": rescale_to}
+        output = assert_ok(subproc.python(TWS_DRIVER % json.dumps(spec), timeout=600,
+                                          env={"TZ": "UTC"}))
+        assert "PHASE %d DONE" % phase in output
+    _check_migrated_transform_with_state(spark, os.path.join(root, "filesystem-migrated"),
+                                         output, rescale_to)
 
     counts = {}
     for variant in VARIANTS:
@@ -423,6 +444,48 @@ def test_transform_with_state_on_rocksdb_through_both_storages_resumes_in_a_new_
         # and its SST files (shared by later snapshots).
         assert 2 * len(ours) <= len(spark_files), (variant, ours, spark_files)
     print("state files: " + ", ".join("%s %d" % (v, len(counts[v])) for v in VARIANTS))
+
+
+def _check_migrated_transform_with_state(spark, folder, output, rescale_to):
+    """The query migrated (and rescaled) between its drivers gave every row the others gave,
+    timers and TTL included; its migration reported every state variable's rows, placed each
+    key where Spark's shuffle sends it, and left its source as it was."""
+    out = spark.read.parquet(os.path.join(folder, "out")).collect()
+    assert sorted(tuple(r) for r in out) == TWS_EXPECTED
+    result = json.loads(re.search(r"^MIGRATED (.*)$", output, re.M).group(1))
+    partitions = rescale_to or 2
+    assert (result["sourceNumPartitions"], result["numPartitions"]) == (2, partitions)
+    assert result["targetProvider"] == ROCKSDB and result["batchId"] == 1
+    [operator] = result["operators"]
+    stores = {s["store"]: s for s in operator["stores"]}
+    assert sorted(stores) == ["count", "long", "seen", "short", "values"], stores
+    # After phase 1 keys 0-4, 6 and 7 hold state; key 5's timer cleared its state.
+    assert stores["count"]["rows"] == 7 and len(stores["count"]["rowsPerPartition"]) == partitions
+    assert stores["values"]["rows"] == 5 * 3 + 2 * 2
+    migrated = os.path.join(folder, "migrated")
+    # The source is only read: it still ends with phase 1's batches.
+    assert sorted(n for n in os.listdir(os.path.join(folder, "checkpoint", "offsets"))
+                  if not n.startswith(".")) == ["0", "1"]
+    # The target names its own state schema files, not the source's.
+    for name in os.listdir(os.path.join(migrated, "state", "0", "_metadata", "v2")):
+        if not name.startswith("."):
+            with open(os.path.join(migrated, "state", "0", "_metadata", "v2", name)) as f:
+                text = f.read()
+            assert "/checkpoint/state/" not in text and "/migrated/state/0/_stateSchema/" in text, text
+    # No batch of its own: the resumed query went on with batches 2 and 3.
+    assert sorted(n for n in os.listdir(os.path.join(migrated, "offsets"))
+                  if not n.startswith(".")) == ["0", "1", "2", "3"]
+    if rescale_to:
+        with open(os.path.join(migrated, "offsets", "3")) as f:
+            assert '"spark.sql.shuffle.partitions":"%d"' % rescale_to in f.read()
+        # Every key's state lies in the partition Spark's hash partitioning of the key picks.
+        spark.streams.active  # Spark 4.2's RocksDB needs the state store coordinator it starts
+        rows = (spark.read.format("statestore").option("path", migrated)
+                .option("stateVarName", "count").load()
+                .select("partition_id", F.expr("pmod(hash(key.k), %d)" % rescale_to).alias("p"))
+                .collect())
+        assert rows and all(r.partition_id == r.p for r in rows), rows
+        assert len({r.partition_id for r in rows}) > 2, rows
 
 
 # --------------------------------------------------------------------------------------

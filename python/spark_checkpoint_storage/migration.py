@@ -180,9 +180,11 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     Works for aggregations, ``dropDuplicates``, ``dropDuplicatesWithinWatermark``,
     stream-stream joins, ``flatMapGroupsWithState`` / ``applyInPandasWithState`` and session
     windows, from and to Spark's ``HDFSBackedStateStoreProvider`` and
-    ``RocksDBStateStoreProvider`` and ours, on Spark 4.0+ (4.0-4.1: to ``heap`` or ``hdfs``
-    only; Spark's RocksDB provider opens a store empty at a version only from 4.2). A
-    checkpoint written by Spark 3.5 records no operator metadata, and is refused.
+    ``RocksDBStateStoreProvider`` and ours, on every Spark line from 3.5 (where Spark records
+    no operator metadata, the operator is told from its state schemas). ``transformWithState``
+    / ``transformWithStateInPandas`` state (RocksDB's column families) goes to ``rocksdb``
+    only, rescaled from Spark 4.2 by Spark's own state rewriter; its ``operators`` list the
+    rows of each state variable.
 
     Rescaling a query's state to 32 partitions, with the same provider:
     ::

@@ -40,4 +40,8 @@ object MigrationSparkApi {
         keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf)
       (provider, OwnStoreWriter.closingOnFailure(provider)(provider.getStore(0)))
     }
+
+  /** Refused: Spark's state rewriter, the one writer of transformWithState's column families, came with 4.2. */
+  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
+      numPartitions: Int, hadoopConf: Configuration): Unit = throw TransformWithStateMigration.rescaleRefused(readFrom, "-")
 }

@@ -48,4 +48,8 @@ object MigrationSparkApi {
         keySchema, valueSchema, spec, false, storeConf, hadoopConf, false, None)
       (provider, OwnStoreWriter.closingOnFailure(provider)(provider.getStore(0, None)))
     }
+
+  /** Refused: Spark's state rewriter, the one writer of transformWithState's column families, came with 4.2. */
+  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
+      numPartitions: Int, hadoopConf: Configuration): Unit = throw TransformWithStateMigration.rescaleRefused(readFrom, "-")
 }

@@ -63,4 +63,18 @@ object MigrationSparkApi {
         throw e
     }
   }
+
+  /**
+   * Rewrites the state of every operator of the checkpoint `readFrom` at `batchId` into the
+   * checkpoint `writeTo` (its logs and operator metadata already there) at the same batch,
+   * over `numPartitions` partitions: Spark's state rewriter (the one its offline repartition
+   * runs), which reads and writes every column family, each row moved to the partition of its
+   * `partition_key` by a Spark shuffle.
+   */
+  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
+      numPartitions: Int, hadoopConf: Configuration): Unit = {
+    val repartition = (df: DataFrame) => df.repartition(numPartitions, org.apache.spark.sql.functions.col("partition_key"))
+    new StateRewriter(classicSession(spark), batchId, batchId, writeTo, hadoopConf, Some(readFrom),
+      Some(repartition), None).run()
+  }
 }

@@ -53,10 +53,7 @@ object StateFileNames {
    * Snapshots without an id (format version 1) are opened through the FileSystem on every line.
    */
   private val RocksDbZipWithCheckpointId = s"""^\\d+_[0-9a-f-]+\\.$RocksDbZip(\\.crc)?$$""".r
-  private lazy val rocksDbZipsThroughFileManager: Boolean = {
-    val Array(major, minor) = BuildInfo.sparkLine.split('.').take(2).map(_.toInt)
-    major > 4 || (major == 4 && minor >= 2)
-  }
+  private lazy val rocksDbZipsThroughFileManager: Boolean = BuildInfo.sparkLineAtLeast(4, 2)
 
   /** (version, suffix) of one of our state files. */
   def ours(name: String): Option[(Long, String)] = name match {

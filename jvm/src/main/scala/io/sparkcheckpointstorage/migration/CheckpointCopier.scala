@@ -5,6 +5,7 @@ import java.util.regex.Matcher
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 
 /**
@@ -27,22 +28,32 @@ object CheckpointCopier {
    * of state partitions instead of the source's (Spark's own repartition does the same).
    */
   def copy(layout: CheckpointLayout, targetFs: FileSystem, target: Path, targetProvider: String,
-      numPartitions: Option[Int] = None): (Int, Long) = {
+      numPartitions: Option[Int] = None): (Int, Long) =
+    copy(layout.reader, layout.entries, layout.batchId, targetFs, target, targetProvider, numPartitions)
+
+  /** As above, from the `entries` of the checkpoint `reader` reads, up to batch `batchId`. */
+  def copy(reader: CheckpointReader, entries: Seq[CheckpointEntry], batchId: Long, targetFs: FileSystem,
+      target: Path, targetProvider: String, numPartitions: Option[Int]): (Int, Long) = {
     var files = 0
     var bytes = 0L
+    val root = reader.root.stripSuffix("/")
     // Under state/ only Spark's operator metadata and schema files: the state itself is the
-    // target provider's to write.
-    layout.entries.filter(e => CheckpointPaths.inCopyAtBatch(e.relPath, layout.batchId,
-        CheckpointPaths.isStateMetadata)).foreach { e =>
-      val content = layout.reader.read(e).getOrElse(throw new MigrationException(
-        s"${e.relPath} of the checkpoint ${layout.root} disappeared while the migration copied it " +
+    // target provider's to write. Version-2 operator metadata is kept per batch: none of later ones.
+    def metadataAtBatch(rel: String): Boolean = CheckpointPaths.isStateMetadata(rel) &&
+      (CheckpointPaths.operatorMetadataV2Of(rel).isEmpty || rel.substring(rel.lastIndexOf('/') + 1).forall(_.isDigit) &&
+        rel.substring(rel.lastIndexOf('/') + 1).toLong <= batchId)
+    entries.filter(e => CheckpointPaths.inCopyAtBatch(e.relPath, batchId, metadataAtBatch)).foreach { e =>
+      val content = reader.read(e).getOrElse(throw new MigrationException(
+        s"${e.relPath} of the checkpoint $root disappeared while the migration copied it " +
           "(a running query deletes files it no longer needs); stop the query and migrate again."))
       def text = new String(content, StandardCharsets.UTF_8)
+      val isOperatorMetadata = CheckpointPaths.operatorMetadataOf(e.relPath).isDefined ||
+        CheckpointPaths.operatorMetadataV2Of(e.relPath).isDefined
       val out = e.relPath match {
         case rel if rel.startsWith(CheckpointPaths.Offsets + "/") =>
           val entry = recordProvider(text, targetProvider)
           numPartitions.fold(entry)(recordPartitions(entry, _)).getBytes(StandardCharsets.UTF_8)
-        case rel if numPartitions.isDefined && CheckpointPaths.operatorMetadataOf(rel).isDefined =>
+        case _ if numPartitions.isDefined && isOperatorMetadata =>
           StoreNumPartitions.replaceAllIn(text, m => Matcher.quoteReplacement(m.group(1) + numPartitions.get))
             .getBytes(StandardCharsets.UTF_8)
         case _ => content

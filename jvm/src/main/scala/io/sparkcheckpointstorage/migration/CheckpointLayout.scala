@@ -70,10 +70,9 @@ final class CheckpointLayout private (
 object CheckpointLayout {
   private val mapper = new ObjectMapper()
 
-  /** What a transformWithState query that needs another number of partitions can do instead. */
-  private val TransformWithStateRescale = "To give it another number of partitions: from Spark 4.2, " +
-    "Spark repartitions a RocksDB checkpoint itself, in place (take a savepoint of it, then call " +
-    "spark._streamingCheckpointManager.repartition(savepoint_path, n) in Python)."
+  /** What a transformWithState query can be migrated to instead ([[TransformWithStateMigration]]). */
+  private val TransformWithStateTarget = "Migrate it with to=rocksdb (--to rocksdb): that copies it, " +
+    "and with num_partitions (--partitions) rescales it, from Spark 4.2."
 
   /**
    * Reads the checkpoint at `location` at `batchId` (-1: the last committed batch), refusing
@@ -98,24 +97,13 @@ object CheckpointLayout {
     }
     def text(rel: String): String = new String(bytes(rel), StandardCharsets.UTF_8)
     val offsetConf = parseOffsetConf(text(CheckpointPaths.offsetEntry(batch)), s"$root/${CheckpointPaths.offsetEntry(batch)}")
-    // Format version 2 shows in the commit log (a `v2` entry with the stores' checkpoint ids);
-    // the setting itself is not recorded in the offset log.
-    val commit = text(CheckpointPaths.commitEntry(batch))
-    val formatVersion = offsetConf.get(SparkSettingKeys.CheckpointFormatVersion).map(_.trim).filter(_ != "1")
-      .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
-    if (formatVersion.isDefined) {
-      throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
-        s"version ${formatVersion.get} (${SparkSettingKeys.CheckpointFormatVersion}; its commit log entry ${CheckpointPaths.commitEntry(batch)} " +
-        "records the stores' checkpoint ids): its state files are " +
-        "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
-        s"Run the query with ${SparkSettingKeys.CheckpointFormatVersion}=1 from a new checkpoint.")
-    }
+    requireFormatVersion1(root, batch, offsetConf, text(CheckpointPaths.commitEntry(batch)))
     entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataV2Of).headOption.foreach { op =>
       throw new MigrationException(s"Operator $op of the checkpoint $root has operator metadata of version 2 " +
         s"(${CheckpointPaths.operatorMetadataV2Dir(op)}): it is a transformWithState operator, which keeps its state in column " +
         "families that only Spark's RocksDBStateStoreProvider stores, and cannot be migrated. Supported: " +
         "aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream joins, " +
-        "flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateRescale)
+        "flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateTarget)
     }
     val recorded = entries.map(_.relPath).flatMap(CheckpointPaths.operatorMetadataOf).sorted
       .map(CheckpointPaths.operatorMetadata).map(rel => parseOperator(text(rel), s"$root/$rel"))
@@ -143,9 +131,26 @@ object CheckpointLayout {
       throw new MigrationException(s"Operator ${op.id} of the checkpoint $root is ${op.name}, which keeps " +
         "its state in column families that only Spark's RocksDBStateStoreProvider stores: it cannot be " +
         "migrated. Supported: aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream " +
-        "joins, flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateRescale)
+        "joins, flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateTarget)
     }
     new CheckpointLayout(reader, batch, committed, offsetConf, operators, entries)
+  }
+
+  /**
+   * Refuses state checkpoint format version 2: its state files are named by checkpoint ids
+   * only the writing provider resolves. It shows in the commit log (a `v2` entry with the
+   * stores' checkpoint ids); the setting itself is not recorded in the offset log.
+   */
+  def requireFormatVersion1(root: String, batch: Long, offsetConf: Map[String, String], commit: String): Unit = {
+    val formatVersion = offsetConf.get(SparkSettingKeys.CheckpointFormatVersion).map(_.trim).filter(_ != "1")
+      .orElse(if (commit.startsWith("v2") || commit.contains("\"stateUniqueIds\"")) Some("2") else None)
+    formatVersion.foreach { v =>
+      throw new MigrationException(s"The checkpoint $root was written with state checkpoint format " +
+        s"version $v (${SparkSettingKeys.CheckpointFormatVersion}; its commit log entry ${CheckpointPaths.commitEntry(batch)} " +
+        "records the stores' checkpoint ids): its state files are " +
+        "named by checkpoint ids that only the writing provider can resolve, and cannot be migrated. " +
+        s"Run the query with ${SparkSettingKeys.CheckpointFormatVersion}=1 from a new checkpoint.")
+    }
   }
 
   /** The conf map of an offset log entry: `v1`, then the metadata JSON, then one line per source. */

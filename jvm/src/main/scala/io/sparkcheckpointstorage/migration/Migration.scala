@@ -59,10 +59,22 @@ object Migration {
       throw new MigrationException(s"The number of partitions to rescale to must be at least 1, not $n.")
     }
     val conf = MigrationSparkApi.hadoopConf(spark)
+    // Spark 4.2's RocksDB provider reports every store it loads, the state data source's too, to
+    // the state store coordinator, which a session starts with its streaming query manager.
+    spark.streams
     val options = WriteOptions(rescale, Option(progressId))
     // A canonical savepoint restores through the same writer, its rows read from parquet.
     if (CanonicalSavepoints.manifest(source, conf).isDefined) {
       return inJobGroup(spark)(_ => CanonicalSavepoints.restore(spark, source, target, to, batchId, options))
+    }
+    // transformWithState's column families are Spark's RocksDB provider's to write.
+    val reader = new CheckpointReader(source, conf)
+    if (reader.exists) {
+      val transformWithState = TransformWithStateMigration.operators(reader)
+      if (transformWithState.nonEmpty) {
+        return TransformWithStateMigration.migrate(spark, reader, transformWithState, target, to, batchId,
+          options, conf, started)
+      }
     }
     val targetProvider = TargetProvider.resolve(to)
     MigrationSparkApi.checkWritable(targetProvider)
@@ -168,23 +180,33 @@ object Migration {
       result.put("operators", operators)
       result.put("rows", written.map(_.rowsPerPartition.sum).sum)
       extra.foreach { case (k, v) => result.put(k, v) }
-      writeText(fs, new Path(temp, ManifestFile), new ObjectMapper().writeValueAsString(result))
-      fs.delete(new Path(temp, InProgressFile), false)
-      dst.publish()
-      val summary = fs.getContentSummary(dst.path)
-      result.put("path", dst.path.toString)
-      result.put("logFiles", files)
-      result.put("logBytes", bytes)
-      result.put("files", summary.getFileCount)
-      result.put("bytes", summary.getLength)
-      result.put("seconds", (System.nanoTime() - started) / 1e9)
-      new ObjectMapper().writeValueAsString(result)
+      publish(dst, result, files, bytes, started)
     } catch {
       case NonFatal(e) =>
         // Nothing of a failed migration may look like a checkpoint.
         discard(spark, fs, temp, e)
         throw e
     }
+  }
+
+  /**
+   * Writes the migration's manifest (`result`) into the target's hidden sibling, publishes
+   * the target, and returns `result` with where it went, what it holds and the time taken, as JSON.
+   */
+  private[migration] def publish(dst: TargetLocation, result: JMap[String, Any], logFiles: Long, logBytes: Long,
+      started: Long): String = {
+    val fs = dst.fs
+    writeText(fs, new Path(dst.temporary, ManifestFile), new ObjectMapper().writeValueAsString(result))
+    fs.delete(new Path(dst.temporary, InProgressFile), false)
+    dst.publish()
+    val summary = fs.getContentSummary(dst.path)
+    result.put("path", dst.path.toString)
+    result.put("logFiles", logFiles)
+    result.put("logBytes", logBytes)
+    result.put("files", summary.getFileCount)
+    result.put("bytes", summary.getLength)
+    result.put("seconds", (System.nanoTime() - started) / 1e9)
+    new ObjectMapper().writeValueAsString(result)
   }
 
   /**

@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
-import io.sparkcheckpointstorage.layout.CheckpointPaths
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateSchemaPaths}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -83,6 +83,8 @@ object Savepoints {
             "take the savepoint again.")
       }
     }
+    // transformWithState's operator metadata names its schema files by absolute path.
+    StateSchemaPaths.relocateAll(targetFs, targetPath, targetPath)
     // The copy must restore before it says it is complete (its _savepoint file, written last).
     SavepointVerifier.verify(targetFs, targetPath, batch + 1)
     val queryId = entries.find(_.relPath == CheckpointPaths.Metadata).flatMap(reader.read)

@@ -61,13 +61,27 @@ class CheckpointPathsSuite extends AnyFunSuite {
   }
 
   test("RocksDB snapshots may be held inline only with a checkpoint id, and only where Spark reads them through the file manager") {
-    val line = io.sparkcheckpointstorage.BuildInfo.sparkLine.split('.').map(_.toInt)
-    val fromFourTwo = line(0) > 4 || (line(0) == 4 && line(1) >= 2)
+    val fromFourTwo = io.sparkcheckpointstorage.BuildInfo.sparkLineAtLeast(4, 2)
     assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip") == fromFourTwo)
     assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip.crc") == fromFourTwo)
     assert(!StateFileNames.inlinable("state/0/1/3.zip"))
     assert(!StateFileNames.inlinable("state/0/1/SSTs/000008-0b1c2d3e-aaaa.sst"))
     assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.changelog"))
     assert(StateFileNames.inlinable("state/0/1/3.changelog"))
+  }
+
+  test("transformWithState's operator metadata names the schema files of the checkpoint it is copied to") {
+    val metadata = "v2\n{\"stateStoreInfo\":[{\"storeName\":\"default\",\"numPartitions\":2,\"stateSchemaFilePaths\":" +
+      "[\"/data/old/state/0/_stateSchema/default/0_ab\",\"/data/old/state/0/_stateSchema/default/3_cd\"]}]}"
+    val moved = StateSchemaPaths.relocate(metadata, new org.apache.hadoop.fs.Path("file:/data/new-copy"))
+    assert(moved.contains("\"/data/new-copy/state/0/_stateSchema/default/0_ab\""))
+    assert(moved.contains("\"/data/new-copy/state/0/_stateSchema/default/3_cd\""))
+    assert(!moved.contains("/data/old/"))
+    // Paths written with a scheme keep one.
+    val s3 = metadata.replace("/data/old", "s3a://bucket/old")
+    assert(StateSchemaPaths.relocate(s3, new org.apache.hadoop.fs.Path("s3a://bucket/new"))
+      .contains("\"s3a://bucket/new/state/0/_stateSchema/default/0_ab\""))
+    // Nothing else changes.
+    assert(StateSchemaPaths.relocate("v1\n{\"numPartitions\":2}", new org.apache.hadoop.fs.Path("/x")) == "v1\n{\"numPartitions\":2}")
   }
 }
