@@ -174,6 +174,44 @@ OPERATORS: Dict[str, Operator] = {op.name: op for op in [
 ]}
 
 
+
+def _transform_with_state(events):
+    """transformWithStateInPandas (Spark 4.0+, RocksDB only): count and sum per key in a
+    value state, the key's totals emitted on every batch that brings it rows."""
+    import pandas as pd
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class Totals(StatefulProcessor):
+        def init(self, handle):
+            self.totals = handle.getValueState("totals", "n long, s long")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n, s = tuple(self.totals.get()) if self.totals.exists() else (0, 0)
+            for pdf in rows:
+                n += len(pdf)
+                s += int(pdf["v"].sum())
+            self.totals.update((n, s))
+            yield pd.DataFrame({"k": [key[0]], "n": [n], "s": [s]})
+
+        def close(self):
+            pass
+
+    return events.groupBy("k").transformWithStateInPandas(
+        Totals(), outputStructType="k long, n long, s long", outputMode="Update", timeMode="None")
+
+
+#: operators only Spark's RocksDB provider runs (not in OPERATORS, which every provider runs)
+ROCKSDB_OPERATORS: Dict[str, Operator] = {op.name: op for op in [
+    Operator("transform_with_state", _transform_with_state, "update", ["k", "n", "s"], key=["k"],
+             expected=_totals),
+]}
+
+
+def operator(name: str) -> Operator:
+    """The operator named ``name``, of OPERATORS or ROCKSDB_OPERATORS."""
+    return OPERATORS.get(name) or ROCKSDB_OPERATORS[name]
+
+
 # --------------------------------------------------------------------------------------
 # Results as plain data: rows of strings (None for null), sorted.
 
@@ -231,7 +269,7 @@ class Driver:
         self.work = spec["work"]
         self.source = os.path.join(self.work, "source")
         os.makedirs(self.source, exist_ok=True)
-        self.operators = [OPERATORS[n] for n in spec["operators"]]
+        self.operators = [operator(n) for n in spec["operators"]]
         self.queries = {}
         #: executors killed by every driver of the scenario so far (a killed driver's own
         #: log is lost, so kills are also kept in a file of the work folder)

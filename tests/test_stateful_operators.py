@@ -129,7 +129,7 @@ def scenario_results(tmp_path_factory):
 
 
 def check(results, provider, name):
-    op = so.OPERATORS[name]
+    op = so.operator(name)
     r = results["operators"][name]
     got, expected = [tuple(x) for x in r["got"]], [tuple(x) for x in r["expected"]]
     # The input is built so that every operator has something to show.
