@@ -627,6 +627,70 @@ def test_checkpoint_format_version_2_with_rocksdb_through_our_file_manager(spark
             assert len(zips_on_disk) >= (2 if name == "tws" else 0), (name, zips_on_disk)
 
 
+CLEANUP_DRIVER = r"""
+import json, os, time
+from pyspark.sql import SparkSession, functions as F
+from spark_checkpoint_storage import (
+    EmbeddedRocksDBStateBackend, FileSystemCheckpointStorage, configure_spark_with_checkpoint_storage)
+from spark_checkpoint_storage.inspection import inspect_checkpoint
+
+root = %r
+builder = (SparkSession.builder.master("local[2]")
+           .config("spark.ui.enabled", "false")
+           .config("spark.ui.showConsoleProgress", "false")
+           .config("spark.sql.shuffle.partitions", 2)
+           .config("spark.sql.streaming.stateStore.checkpointFormatVersion", 2)
+           # A snapshot every version, uploaded and cleaned up by maintenance twice a second,
+           # two batches kept: old snapshots, changelogs and SST files go while the query runs.
+           .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", 1)
+           .config("spark.sql.streaming.stateStore.maintenanceInterval", "500ms")
+           .config("spark.sql.streaming.minBatchesToRetain", 2))
+spark = configure_spark_with_checkpoint_storage(
+    builder, FileSystemCheckpointStorage("file://" + os.path.join(root, "storage")),
+    state_backend=EmbeddedRocksDBStateBackend()).getOrCreate()
+source, checkpoint = os.path.join(root, "source"), os.path.join(root, "checkpoint")
+os.makedirs(source)
+query = (spark.readStream.schema("k long, v long").parquet(source)
+         .groupBy("k").agg(F.count("*").alias("n"))
+         .writeStream.outputMode("update").format("noop")
+         .option("checkpointLocation", checkpoint).start())
+for b in range(8):
+    # Keys 0-9 every batch, ten new keys each batch: every version changes the SST files.
+    spark.createDataFrame([(k, b) for k in list(range(10)) + list(range(10 * b + 10, 10 * b + 20))],
+                          "k long, v long").coalesce(1).write.mode("append").parquet(source)
+    query.processAllAvailable()
+    time.sleep(1.2)
+query.stop()
+stores = inspect_checkpoint(checkpoint).stores.to_pylist()
+# A new RocksDB instance (the state data source's) loads the last version from the checkpoint:
+# the packed snapshot and the SST files it names.
+state = {r.key.k: r.value[0] for r in spark.read.format("statestore").load(checkpoint).collect()}
+print("RESULT " + json.dumps({"stores": stores, "state": state}))
+spark.stop()
+"""
+
+
+@needs_spark_4_2
+def test_rocksdb_cleanup_keeps_what_packed_snapshots_need(subproc, tmp_path):
+    """Checkpoint format version 2 on 4.2+: RocksDB's snapshots are packed, its SST files stay
+    files. RocksDB's cleanup (minBatchesToRetain, run by maintenance while the query runs)
+    decides which SST files to delete from the snapshots it lists and opens through our file
+    manager: it deleted old versions, and the last one still loads with every key's count."""
+    root = str(tmp_path / "cleanup")
+    out = assert_ok(subproc.python(CLEANUP_DRIVER % root, timeout=600))
+    result = json.loads(re.search(r"^RESULT (.*)$", out, re.M).group(1))
+    assert result["state"] == {**{str(k): 8 for k in range(10)},
+                               **{str(k): 1 for k in range(10, 90)}}, result["state"]
+    for store in result["stores"]:
+        assert store["inline_files"] > 0, store
+        # Versions 1-8 were written (batches 0-7); cleanup removed the oldest.
+        assert store["max_version"] == 8 and store["min_version"] > 2, store
+    state = os.path.join(root, "checkpoint", "state")
+    on_disk = files_under(state)
+    assert not [f for f in on_disk if f.endswith(".zip")], on_disk  # every snapshot packed
+    assert [f for f in on_disk if f.endswith(".sst")], on_disk
+
+
 # --------------------------------------------------------------------------------------
 # The hash-map backend: Spark refuses transformWithState on it
 
