@@ -81,6 +81,28 @@ def test_operator_survives_kills_and_restart(remote_fs, operator_results, storag
     check(results, PROVIDER_NAMES[0], name)
 
 
+@pytest.mark.cluster
+@pytest.mark.skipif(tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) < (4, 0),
+                    reason="transformWithState came with Spark 4.0")
+def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seaweed_s3, tmp_path):
+    """transformWithStateInPandas on Spark's RocksDB provider (changelog checkpointing on)
+    through the file system storage on S3: an executor JVM SIGKILLed, then the driver between
+    a state commit and its commits/N; a new driver resumes. The results equal the batch
+    computation; the changelogs went through our file manager (the storage's packs)."""
+    names = ["transform_with_state"]
+    results = run_scenario(tmp_path, "rocksdb", "kills_then_restart", None, names,
+                           steps=STEPS["filesystem"],
+                           extra={"checkpoint_root": unique(seaweed_s3, "transform-with-state"),
+                                  "spark_conf": dict(realfs.spark_settings(seaweed_s3), **{
+                                      "spark.sql.streaming.stateStore.rocksdb."
+                                      "changelogCheckpointing.enabled": "true"})})
+    assert "FileSystemCheckpointStorage" in storage_of(results, names[0])
+    killed = results["log"]["killed"]
+    assert [k["executor"] for k in killed] == ["0"], results["log"]
+    check_killed_between_state_commit_and_commit_log(results, names[0])
+    check(results, "rocksdb", names[0])
+
+
 # --------------------------------------------------------------------------------------
 # Storage behaviour in one driver per file system.
 
