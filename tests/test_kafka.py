@@ -57,7 +57,7 @@ root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 
 sys.path.insert(0, spec["tests"])
 from realfs import kafka_driver_session
-spark = kafka_driver_session(spec, "local[2]", "512m")
+spark = kafka_driver_session(spec, spec.get("master", "local[2]"), "512m")
 config = get_checkpoint_config(spark)
 
 
@@ -128,11 +128,28 @@ def source_offsets(checkpoint, batch):
         return json.loads(f.read().splitlines()[2])
 
 
-if spec.get("kill"):
-    # More input arrives; the driver dies, JVM first, once every query has planned a batch
-    # of it and one at least has not committed its batch (it resumes by replaying it). A
-    # wave more arrives whenever all are between batches.
-    spare = list(spec["kill"])
+def executor_pids():
+    # Executor id -> pid of this driver's executor JVMs (local-cluster: its children).
+    driver = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%%s/stat" %% pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%%s/cmdline" %% pid, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == driver and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv:
+            found[argv[argv.index("--executor-id") + 1]] = int(pid)
+    return found
+
+
+def interrupt(kill, spare):
+    # More input arrives; `kill` runs once every query has planned a batch of it and one at
+    # least has not committed its batch. A wave more arrives whenever all are between
+    # batches. The batches open then are written to interrupted.json.
+    spare = list(spare)
     planned = {c: max(batches(c, "offsets")) for _, c in queries}
     produce(spare.pop(0))
     while True:
@@ -154,8 +171,37 @@ if spec.get("kill"):
                 "end": source_offsets(c, batch)}
     with open(os.path.join(root, "interrupted.json"), "w") as f:
         json.dump(interrupted, f)
-    os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)
+    kill()
+    return spare
+
+
+if spec.get("kill"):
+    # The driver dies, JVM first; the next driver resumes by replaying the open batches.
+    interrupt(lambda: os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(),
+                              signal.SIGKILL), spec["kill"])
     os._exit(0)
+
+if spec.get("kill_executor"):
+    # An executor JVM dies inside the open batches; Spark runs their tasks again on the
+    # executors left and on the one the cluster starts in its place, in this driver.
+    killed = {}
+
+    def kill_executor():
+        pids = executor_pids()
+        executor = min(pids, key=int)
+        os.kill(pids[executor], signal.SIGKILL)
+        killed.update(executor=executor, pid=pids[executor], before=sorted(pids))
+
+    rest = interrupt(kill_executor, spec["kill_executor"])
+    for query, _ in queries:
+        query.processAllAvailable()
+    for wave in rest:
+        produce(wave)
+        for query, _ in queries:
+            query.processAllAvailable()
+    killed["after"] = sorted(executor_pids())
+    with open(os.path.join(root, "executor-killed.json"), "w") as f:
+        json.dump(killed, f)
 
 # Each query ran on the backend (the provider Spark recorded in its offset log) and the
 # storage (the marker the storage writes into the checkpoint) of its variant.
@@ -330,6 +376,27 @@ def killed_restart(kafka_broker, connector_jars, tmp_path_factory):
     return read_back(root), interrupted
 
 
+@pytest.fixture(scope="module")
+def executor_killed(kafka_broker, connector_jars, tmp_path_factory):
+    """One driver on local-cluster: two waves of input, then more, and an executor JVM
+    SIGKILLed while one query at least has a batch planned but not committed; the queries go
+    on in the same driver (Spark runs the lost tasks again), take the rest of the input, stop
+    cleanly and read both topics back. Returns what it read, the batches open at the kill,
+    and the executors before and after."""
+    root = str(tmp_path_factory.mktemp("kafka-executor-killed"))
+    topics = topics_for(kafka_broker, "executor-killed")
+    spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
+            "jars": connector_jars, "variants": VARIANTS, "master": "local-cluster[2,1,1024]",
+            "waves": waves(0, 2), "kill_executor": waves(2, 4), "read_back": True}
+    folder = tmp_path_factory.mktemp("kafka-executor-killed-driver")
+    assert "PHASE DONE" in assert_ok(run_driver(folder, spec))
+    with open(os.path.join(root, "interrupted.json")) as f:
+        interrupted = json.load(f)
+    with open(os.path.join(root, "executor-killed.json")) as f:
+        killed = json.load(f)
+    return read_back(root), interrupted, killed
+
+
 def in_batch(record: List, batch: Dict) -> bool:
     """Whether an input record ([partition, offset, key, value]) is one an interrupted batch
     read: its offset in [start, end) of its partition."""
@@ -348,7 +415,28 @@ def test_a_killed_driver_loses_nothing_and_repeats_only_the_interrupted_batch(ki
     data, interrupted = killed_restart
     # One query at least was between a batch's plan and its commit when the driver died.
     assert interrupted and all(i["batch"] >= 1 for i in interrupted.values()), interrupted
+    check_at_least_once(data, interrupted)
 
+
+@pytest.mark.cluster
+def test_a_killed_executor_loses_nothing_and_repeats_only_the_interrupted_batch(executor_killed):
+    """The same on local-cluster with an executor JVM killed mid-batch: the lost tasks run
+    again (Spark's Kafka sink may then write their records twice), in the same driver, on
+    every backend and storage; nothing is lost, the state is right, and only records of the
+    batches open at the kill repeat."""
+    data, interrupted, killed = executor_killed
+    assert interrupted and all(i["batch"] >= 1 for i in interrupted.values()), interrupted
+    assert killed["executor"] in killed["before"] and len(killed["before"]) == 2, killed
+    assert not os.path.exists("/proc/%d" % killed["pid"])
+    # The queries finished on the executors alive at the end, the killed one not among them.
+    assert killed["executor"] not in killed["after"] and killed["after"], killed
+    check_at_least_once(data, interrupted)
+
+
+def check_at_least_once(data: Dict, interrupted: Dict) -> None:
+    """Every variant's output holds every distinct input id and, per key, running (count,
+    sum) records ending at the batch aggregation; only records the `interrupted` batches
+    emitted repeat, at most twice."""
     sums = prefix_sums(data)
     outputs = aggregation_outputs(data)
     assert sorted(outputs) == variant_names()
