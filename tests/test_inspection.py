@@ -3,9 +3,12 @@ files, and the packs (parsed here independently of the JVM); the command line in
 process (no driver: inline state read from the packs) agrees with the in-driver view."""
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from pyspark.sql import functions as F
@@ -16,11 +19,16 @@ from spark_checkpoint_storage.checkpoint_storage import (
     FileSystemCheckpointStorage,
 )
 from spark_checkpoint_storage.errors import CheckpointNotFoundException, CheckpointStateException
-from spark_checkpoint_storage.inspection import CheckpointInspection, inspect_checkpoint
+from spark_checkpoint_storage.inspection import (
+    CheckpointInspection,
+    MatplotlibNotInstalledError,
+    inspect_checkpoint,
+)
 
 from conftest import assert_ok
 
 SCHEMA = "k long, v long"
+INSTALL_COMMAND = "pip install 'spark-checkpoint-storage[inspection]'"
 PARTITIONS = 3
 
 
@@ -188,29 +196,173 @@ def test_running_query_view_agrees(mixed_checkpoint):
     assert running.committed_batches == stopped.committed_batches
 
 
-def test_command_line_reads_packs_without_a_driver(mixed_checkpoint, tmp_path, spark):
-    checkpoint, _ = mixed_checkpoint
+def offline_env(extra=None):
+    """The environment of a command line run with no Spark session to talk to."""
     env = dict(os.environ)
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
+    env.update(extra or {})
+    return env
+
+
+def inspect_command(*args):
+    return [sys.executable, "-m", "spark_checkpoint_storage", "inspect"] + list(args)
+
+
+def test_command_line_reads_packs_without_a_driver(mixed_checkpoint, tmp_path, spark):
+    checkpoint, _ = mixed_checkpoint
+    env = offline_env()
     plot = str(tmp_path / "plot.png")
-    cmd = [sys.executable, "-m", "spark_checkpoint_storage", "inspect", checkpoint, "--plot", plot]
+    cmd = inspect_command(checkpoint, "--plot", plot)
     out = assert_ok(subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env))
     assert "committed batches 0-3" in out
     assert "retained range    0 to 3" in out
     assert "query id          %s" % inspect_checkpoint(checkpoint).query_id in out
     assert "stores (operator, partition, store)" in out
+    assert "plot written to %s" % plot in out
     with open(plot, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(plot) > 10000
 
-    as_json = assert_ok(subprocess.run(cmd[:-2] + ["--json"], capture_output=True, text=True,
-                                       timeout=300, env=env))
-    offline = json.loads(as_json)
+    # With --plot too, stdout holds the JSON alone (the plot's note goes to stderr).
+    os.remove(plot)
+    as_json = subprocess.run(inspect_command(checkpoint, "--json", "--plot", plot),
+                             capture_output=True, text=True, timeout=300, env=env)
+    offline = json.loads(assert_ok(as_json))
+    assert "plot written to %s" % plot in as_json.stderr
+    assert os.path.getsize(plot) > 10000
     in_driver = inspect_checkpoint(checkpoint).to_dict()
     assert offline["stores"] == in_driver["stores"]
     assert offline["batches"] == in_driver["batches"]
     assert offline["packs"] == in_driver["packs"]
+
+
+def test_text_shows_local_iso_times_not_epoch_ms(mixed_checkpoint):
+    checkpoint, _ = mixed_checkpoint
+    batches = inspect_checkpoint(checkpoint).to_dict()["batches"]
+    epoch_ms = [b[k] for b in batches for k in ("startedAtMs", "committedAtMs")]
+    assert all(isinstance(ms, int) and ms > 10 ** 12 for ms in epoch_ms)  # JSON keeps them
+    # A zone of its own (POSIX TZ: UTC+05:30, needs no tz database): local, not UTC and not
+    # the machine's zone.
+    run = subprocess.run(inspect_command(checkpoint), capture_output=True, text=True,
+                         timeout=300, env=offline_env({"TZ": "IST-5:30"}))
+    out = assert_ok(run)
+
+    def local(ms):
+        t = datetime.fromtimestamp(ms / 1000.0, timezone.utc) + timedelta(hours=5, minutes=30)
+        return t.strftime("%Y-%m-%dT%H:%M:%S")
+
+    lines = out.splitlines()
+    header = lines.index("batches (local times, UTC+05:30 (IST))")
+    columns = lines[header + 1].split()
+    assert columns[:5] == ["batch_id", "committed", "started_at", "committed_at", "duration_ms"]
+    rows = [line.split() for line in lines[header + 2:header + 2 + len(batches)]]
+    for b, row in zip(batches, rows):
+        assert row[:5] == [str(b["batchId"]), "True", local(b["startedAtMs"]),
+                           local(b["committedAtMs"]), str(b["durationMs"])]
+    assert not re.search(r"\b\d{13}\b", out), "epoch milliseconds in the text:\n" + out
+
+    # The API's text is the same, in this process's zone.
+    text = inspect_checkpoint(checkpoint).to_text()
+    for ms in epoch_ms:
+        assert datetime.fromtimestamp(ms / 1000.0).isoformat(timespec="seconds") in text
+        assert str(ms) not in text
+
+
+def test_json_round_trips(mixed_checkpoint, capsys):
+    from spark_checkpoint_storage.__main__ import main
+
+    checkpoint, _ = mixed_checkpoint
+    assert main(["inspect", checkpoint, "--json"]) == 0
+    out = capsys.readouterr().out
+    info = inspect_checkpoint(checkpoint)
+    assert json.loads(out) == info.to_dict()
+    # The fields scripts read keep their names and epoch milliseconds.
+    batch = json.loads(out)["batches"][0]
+    assert {"batchId", "committed", "startedAtMs", "committedAtMs", "durationMs", "stateFiles",
+            "inlineBytes", "fileBytes"} <= set(batch)
+    assert batch["committedAtMs"] == info.batches.to_pylist()[0]["committed_at_ms"]
+
+
+def hidden_matplotlib_env(tmp_path):
+    """An environment where ``import matplotlib`` fails, as where it is not installed."""
+    hide = tmp_path / "hide"
+    (hide / "matplotlib").mkdir(parents=True)
+    (hide / "matplotlib" / "__init__.py").write_text(
+        "raise ImportError(\"No module named 'matplotlib'\", name='matplotlib')\n")
+    path = [str(hide)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    return offline_env({"PYTHONPATH": os.pathsep.join(path)})
+
+
+def test_plot_without_matplotlib_is_refused_in_one_line(mixed_checkpoint, tmp_path):
+    checkpoint, _ = mixed_checkpoint
+    env = hidden_matplotlib_env(tmp_path)
+    plot = tmp_path / "state.png"
+    # A location with no checkpoint: refused for matplotlib, the checkpoint never read (no
+    # JVM started, whose launcher would note JDK_JAVA_OPTIONS on stderr).
+    for location in (str(tmp_path / "no-checkpoint-here"), checkpoint):
+        run = subprocess.run(inspect_command(location, "--plot", str(plot)), capture_output=True,
+                             text=True, timeout=300, env=env)
+        assert run.returncode != 0
+        assert run.stdout == ""
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert run.stderr.startswith("error: --plot: plotting needs matplotlib"), run.stderr
+        assert INSTALL_COMMAND in run.stderr
+        assert "Traceback" not in run.stderr and "No checkpoint" not in run.stderr
+        assert not plot.exists()
+
+    # The API: an ImportError of this package, naming the same command.
+    data = tmp_path / "inspection.json"
+    data.write_text(json.dumps(inspect_checkpoint(checkpoint).to_dict()))
+    code = textwrap.dedent("""
+        import json, sys
+        from spark_checkpoint_storage.inspection import (CheckpointInspection,
+                                                         MatplotlibNotInstalledError)
+        info = CheckpointInspection(json.load(open(sys.argv[1])))
+        try:
+            info.plot(sys.argv[2])
+        except MatplotlibNotInstalledError as e:
+            print(isinstance(e, ImportError), e)
+    """)
+    run = subprocess.run([sys.executable, "-c", code, str(data), str(plot)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    out = assert_ok(run)
+    assert out.startswith("True plotting needs matplotlib")
+    assert INSTALL_COMMAND in out
+    assert not plot.exists()
+    assert issubclass(MatplotlibNotInstalledError, ImportError)
+
+
+def test_plot_has_integer_batch_ticks_and_the_legend_outside(mixed_checkpoint, tmp_path):
+    pytest.importorskip("matplotlib")  # dev/requirements.txt installs it
+    checkpoint, _ = mixed_checkpoint
+    info = inspect_checkpoint(checkpoint)
+    path = str(tmp_path / "state.png")
+    assert info.plot(path) == path
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = info._figure()  # the figure plot() saves
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # lays the figure out as savefig does
+    renderer = canvas.get_renderer()
+    top, bottom = fig.axes
+    low, high = bottom.get_xlim()
+    ticks = [t for t in bottom.get_xticks() if low <= t <= high]
+    assert ticks == [0, 1, 2, 3]
+    labels = [t.get_text() for t in bottom.get_xticklabels() if low <= t.get_position()[0] <= high]
+    assert labels == ["0", "1", "2", "3"]
+
+    legend = top.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["inline (packed / driver)",
+                                                        "files of their own"]
+    box = legend.get_window_extent(renderer)
+    for axes in (top, bottom):
+        assert not box.overlaps(axes.get_window_extent(renderer)), "legend over the data"
+    whole = fig.bbox
+    assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1
 
 
 def test_heap_only_state_that_is_gone_is_a_clear_error(spark, tmp_path):

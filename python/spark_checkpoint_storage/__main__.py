@@ -16,8 +16,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     inspect = sub.add_parser("inspect", help="show what a streaming query's checkpoint holds")
     inspect.add_argument("checkpoint", help="the query's checkpoint location")
     inspect.add_argument("--plot", metavar="PNG", help="also write a plot of state size and "
-                         "commit time over batches to this PNG file")
-    inspect.add_argument("--json", action="store_true", help="print JSON instead of tables")
+                         "commit time over batches to this PNG file (needs matplotlib: "
+                         "pip install 'spark-checkpoint-storage[inspection]')")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of tables "
+                         "(times as epoch milliseconds; the tables show local times)")
     save = sub.add_parser("savepoint", help="copy a stopped query's checkpoint at its last "
                           "committed batch into a self-contained, relocatable savepoint")
     save.add_argument("checkpoint", help="the query's checkpoint location")
@@ -61,21 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return run_demo(batches=args.batches, partitions=args.partitions)
     if args.command == "inspect":
-        import json
-
-        from spark_checkpoint_storage.errors import CheckpointStorageException
-        from spark_checkpoint_storage.inspection import inspect_checkpoint
-
-        try:
-            info = inspect_checkpoint(args.checkpoint)
-        except CheckpointStorageException as e:
-            print("error: %s" % e, file=sys.stderr)
-            return 1
-        print(json.dumps(info.to_dict(), indent=2) if args.json else info.to_text(), end="")
-        if args.plot:
-            info.plot(args.plot)
-            print("plot written to %s" % args.plot)
-        return 0
+        return _inspect(args.checkpoint, args.plot, args.json)
     if args.command == "savepoint":
         from spark_checkpoint_storage.errors import CheckpointStorageException
         from spark_checkpoint_storage.savepoints import savepoint
@@ -114,6 +102,46 @@ def main(argv: Optional[List[str]] = None) -> int:
                      result.seconds))
         return 0
     return 2
+
+
+def _inspect(checkpoint: str, plot: Optional[str], as_json: bool) -> int:
+    """The ``inspect`` command: tables (or JSON) on stdout, errors in one line on stderr."""
+    import json
+
+    from spark_checkpoint_storage.errors import CheckpointStorageException
+    from spark_checkpoint_storage.inspection import (
+        MatplotlibNotInstalledError,
+        _require_matplotlib,
+        inspect_checkpoint,
+    )
+
+    if plot:
+        # Before the checkpoint is read: that starts a JVM, a wait for nothing if the plot
+        # cannot be drawn.
+        try:
+            _require_matplotlib()
+        except MatplotlibNotInstalledError as e:
+            print("error: --plot: %s" % e, file=sys.stderr)
+            return 1
+    try:
+        info = inspect_checkpoint(checkpoint)
+    except CheckpointStorageException as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 1
+    # The JSON is exactly to_dict(): scripts parse it, so nothing else goes to stdout then.
+    if as_json:
+        print(json.dumps(info.to_dict(), indent=2))
+    else:
+        print(info.to_text(), end="")
+    if plot:
+        try:
+            info.plot(plot)
+        except OSError as e:
+            print("error: cannot write the plot to %s: %s" % (plot, e.strerror or e),
+                  file=sys.stderr)
+            return 1
+        print("plot written to %s" % plot, file=sys.stderr if as_json else sys.stdout)
+    return 0
 
 
 if __name__ == "__main__":

@@ -7,13 +7,24 @@ written and how long it took to commit.
 Also on the command line: ``python -m spark_checkpoint_storage inspect <checkpoint> [--plot out.png]``.
 """
 import json
+from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import ClassicSessionRequiredException, jvm_errors
 from spark_checkpoint_storage.jvm_names import jvm_class
 
-__all__ = ["CheckpointInspection", "inspect_checkpoint"]
+__all__ = ["CheckpointInspection", "MatplotlibNotInstalledError", "inspect_checkpoint"]
+
+#: What installs the plot's dependency (matplotlib) along with the package.
+PLOT_INSTALL_COMMAND = "pip install 'spark-checkpoint-storage[inspection]'"
+
+
+class MatplotlibNotInstalledError(ImportError):
+    """
+    :meth:`CheckpointInspection.plot` needs matplotlib, which cannot be imported here; the
+    message names the command that installs it (the ``inspection`` extra).
+    """
 
 _STORE_COLUMNS = [
     ("operator", "operator"), ("partition", "partition"), ("store", "store"),
@@ -140,14 +151,18 @@ class CheckpointInspection(object):
         return self.to_text()
 
     def to_text(self) -> str:
-        """A readable text report: summary, then the operator, store, batch and pack tables."""
+        """
+        A readable text report: summary, then the operator, store, batch and pack tables.
+        Times are ISO-8601 local times to the second (``2026-11-26T10:02:03``);
+        :meth:`to_dict` keeps the epoch milliseconds.
+        """
         d = self._data
         retained = ("%d to %d" % self.retained_range) if self.retained_range else "none"
         lines = [
             "checkpoint        %s" % self.checkpoint,
             "query id          %s" % (self.query_id or "-"),
             "storage           %s" % (self.storage or "- (no inline state recorded)"),
-            "committed batches %s" % _ranges(self.committed_batches),
+            "committed batches %s" % (_ranges(self.committed_batches) or "none"),
             "last committed    %s" % ("-" if self.last_committed_batch is None else self.last_committed_batch),
             "uncommitted       %s" % (_ranges(self.uncommitted_batches) or "none"),
             "retained range    %s" % retained,
@@ -161,8 +176,8 @@ class CheckpointInspection(object):
             "stores (operator, partition, store)",
             _text_table(self.stores),
             "",
-            "batches",
-            _text_table(self.batches),
+            "batches (local times, %s)" % _local_zone(),
+            _text_table(_batch_rows(d["batches"])),
         ]
         if d["packs"]:
             lines += ["", "packs", _text_table(self.packs)]
@@ -170,31 +185,119 @@ class CheckpointInspection(object):
 
     def plot(self, path: str) -> str:
         """
-        Writes a PNG: state bytes written per batch (inline and in files) and the time from a
-        batch's offsets to its commit. Returns ``path``.
-        """
-        import matplotlib
+        Writes a PNG: state bytes written per committed batch (inline and in files) and the
+        time from a batch's offsets to its commit. Needs matplotlib (the ``inspection``
+        extra). Returns ``path``.
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        :param path: the PNG file to write.
+        :return: ``path``.
+        :raises MatplotlibNotInstalledError: when matplotlib cannot be imported.
+        """
+        fig = self._figure()
+        fig.savefig(path, format="png", dpi=100)
+        return path
+
+    def _figure(self) -> Any:
+        """The plot's matplotlib ``Figure``, not drawn yet."""
+        _require_matplotlib()
+        # A Figure of its own rather than pyplot's: no backend switched, no figure left open
+        # in a notebook or an application that plots too.
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
         batches = [b for b in self._data["batches"] if b["committed"]]
         ids = [b["batchId"] for b in batches]
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-        inline = [b["inlineBytes"] for b in batches]
-        files = [b["fileBytes"] for b in batches]
-        top.bar(ids, inline, label="inline (packed / driver)")
-        top.bar(ids, files, bottom=inline, label="files of their own")
-        top.set_ylabel("state bytes written")
-        top.legend()
-        top.set_title("checkpoint %s" % self.checkpoint, fontsize=9)
-        bottom.plot(ids, [b["durationMs"] or 0 for b in batches], marker="o")
-        bottom.set_ylabel("offsets to commit (ms)")
+        inline = [b["inlineBytes"] or 0 for b in batches]
+        files = [b["fileBytes"] or 0 for b in batches]
+        durations = [b["durationMs"] or 0 for b in batches]
+        # Bytes in one binary unit (and ms or s) on the axis: round ticks, not 195.3 KiB.
+        most = max([i + f for i, f in zip(inline, files)] or [0])
+        byte_unit, byte_scale = _unit(most, [("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2),
+                                             ("GiB", 1024 ** 3)])
+        time_unit, time_scale = _unit(max(durations or [0]) / 10.0, [("ms", 1), ("s", 1000)])
+
+        fig = Figure(figsize=(9, 6), layout="constrained")
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        inline_scaled = [v / byte_scale for v in inline]
+        top.bar(ids, inline_scaled, label="inline (packed / driver)", color="tab:blue")
+        top.bar(ids, [v / byte_scale for v in files], bottom=inline_scaled,
+                label="files of their own", color="tab:orange")
+        top.set_ylabel("state written (%s)" % byte_unit)
+        # Headroom set by hand: the zero-height bars stacked on top stick the autoscale there.
+        top.set_ylim(0, most / byte_scale * 1.1 or 1)
+        if ids:
+            # Right of the axes: inside, it hides the bars of the batches it covers.
+            top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                       frameon=False, title="state bytes")
+        else:
+            top.text(0.5, 0.5, "no committed batch", ha="center", va="center",
+                     transform=top.transAxes)
+            bottom.set_xticks([])
+        top.grid(axis="y", alpha=0.3)
+        top.set_title("checkpoint %s" % self.checkpoint, fontsize=9, loc="left")
+        scaled = [v / time_scale for v in durations]
+        bottom.plot(ids, scaled, marker="o", color="tab:green")
+        bottom.set_ylabel("offsets to commit (%s)" % time_unit)
+        bottom.set_ylim(0, max(scaled or [0]) * 1.15 or 1)
+        bottom.grid(axis="y", alpha=0.3)
         bottom.set_xlabel("batch")
-        fig.tight_layout()
-        fig.savefig(path, format="png")
-        plt.close(fig)
-        return path
+        if ids:
+            # Batch ids are integers: matplotlib's default locator puts ticks at 0.5, 1.5, ...
+            bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+        return fig
+
+
+def _require_matplotlib() -> None:
+    """Raises :class:`MatplotlibNotInstalledError` when matplotlib cannot be imported: the
+    command line asks before it reads a checkpoint, so that a refusal does not wait for a JVM."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        # One line: the command line prints it as its whole answer.
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise MatplotlibNotInstalledError(
+            "plotting needs matplotlib, which cannot be imported (%s); install it with: %s"
+            % (reason, PLOT_INSTALL_COMMAND)) from e
+
+
+def _unit(largest: float, units: List[Tuple[str, int]]) -> Tuple[str, int]:
+    """The largest of ``units`` (name, scale; ascending) that ``largest`` reaches, else the first."""
+    chosen = units[0]
+    for unit in units:
+        if largest >= unit[1]:
+            chosen = unit
+    return chosen
+
+
+def _local_time(ms: Optional[int]) -> Optional[str]:
+    """Epoch milliseconds as an ISO-8601 local time to the second, ``2026-11-26T10:02:03``."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000.0).isoformat(timespec="seconds")
+
+
+def _local_zone() -> str:
+    """The local time zone's offset now, and its name when it has one: ``UTC+01:00 (CET)``."""
+    now = datetime.now().astimezone()
+    offset = now.strftime("%z")
+    name = now.tzname() or ""
+    zone = "UTC%s:%s" % (offset[:3], offset[3:])
+    # Zones without a name of their own are called by their offset ("+0530", "UTC").
+    return zone if not name or name[0] in "+-" or name.startswith("UTC") else "%s (%s)" % (zone, name)
+
+
+def _batch_rows(batches: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
+    """The batch table as the text shows it: local times instead of epoch milliseconds."""
+    return {
+        "batch_id": [b.get("batchId") for b in batches],
+        "committed": [b.get("committed") for b in batches],
+        "started_at": [_local_time(b.get("startedAtMs")) for b in batches],
+        "committed_at": [_local_time(b.get("committedAtMs")) for b in batches],
+        "duration_ms": [b.get("durationMs") for b in batches],
+        "state_files": [b.get("stateFiles") for b in batches],
+        "inline_bytes": [b.get("inlineBytes") for b in batches],
+        "file_bytes": [b.get("fileBytes") for b in batches],
+    }
 
 
 def _size(n: int) -> str:
@@ -217,7 +320,11 @@ def _ranges(ids: List[int]) -> str:
 
 
 def _text_table(table: Any) -> str:
-    if hasattr(table, "to_pydict"):
+    """A pyarrow Table, pandas DataFrame or dict of columns as right-aligned text columns."""
+    if isinstance(table, dict):
+        columns = list(table)
+        data = table
+    elif hasattr(table, "to_pydict"):
         columns = table.column_names
         data = table.to_pydict()
     else:
