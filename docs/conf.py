@@ -60,7 +60,7 @@ if os.environ.get("SCS_DOCS_OFFLINE", "1") == "1":
 #: follows in name order (a new module is documented without being listed here). Every public
 #: name of each (``__all__``) gets a page and must carry a docstring (with an example: see
 #: below).
-_FIRST = ["checkpoint_storage", "checkpoint_config", "state_backend", "java_gateway",
+_FIRST = ["checkpoint_storage", "checkpoint_config", "session", "state_backend", "java_gateway",
           "savepoints", "inspection", "migration", "errors"]
 #: Not API: the command line's jobs (documented as commands) and private modules.
 _NOT_API = {"__main__", "demo"}

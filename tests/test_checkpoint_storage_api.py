@@ -10,7 +10,7 @@ from spark_checkpoint_storage.checkpoint_storage import (
     CustomCheckpointStorage,
     DriverCheckpointStorage,
     FileSystemCheckpointStorage,
-    _from_j_checkpoint_storage,
+    from_j_checkpoint_storage,
 )
 from spark_checkpoint_storage.errors import (
     CheckpointStorageException,
@@ -154,25 +154,25 @@ def test_fs_needs_a_checkpoint_path():
 
 def test_from_j_checkpoint_storage_dispatches_on_the_jvm_class():
     j_driver = jvm_class("DriverCheckpointStorage")("file:/cp", 4096)
-    driver = _from_j_checkpoint_storage(j_driver)
+    driver = from_j_checkpoint_storage(j_driver)
     assert type(driver) is DriverCheckpointStorage
     assert driver.get_max_state_size() == 4096
     assert driver == DriverCheckpointStorage("file:/cp", 4096)
 
     j_fs = jvm_class("FileSystemCheckpointStorage")("file:///cp", 100, 200)
-    fs = _from_j_checkpoint_storage(j_fs)
+    fs = from_j_checkpoint_storage(j_fs)
     assert type(fs) is FileSystemCheckpointStorage
     assert fs.get_min_file_size_threshold() == 100
     assert fs.get_write_buffer_size() == 200
 
-    assert _from_j_checkpoint_storage(None) is None
+    assert from_j_checkpoint_storage(None) is None
 
 
 def test_from_j_checkpoint_storage_refuses_what_is_not_a_storage():
     with pytest.raises(TypeError, match="is not an instance of CheckpointStorage"):
-        _from_j_checkpoint_storage(get_gateway().jvm.java.lang.StringBuilder("not a storage"))
+        from_j_checkpoint_storage(get_gateway().jvm.java.lang.StringBuilder("not a storage"))
     with pytest.raises(TypeError, match="not a JVM object"):
-        _from_j_checkpoint_storage("driver")
+        from_j_checkpoint_storage("driver")
 
 
 CUSTOM_STORAGE_SOURCE = """
@@ -244,7 +244,7 @@ def j_custom_storage(tmp_path_factory):
 
 
 def test_custom_checkpoint_storage_wraps_any_jvm_storage(j_custom_storage):
-    storage = _from_j_checkpoint_storage(j_custom_storage)
+    storage = from_j_checkpoint_storage(j_custom_storage)
     assert type(storage) is CustomCheckpointStorage
     assert isinstance(storage, CheckpointStorage)
     assert isinstance(storage._j_checkpoint_storage, JavaObject)

@@ -21,7 +21,7 @@ from spark_checkpoint_storage import (
     get_checkpoint_config,
     jvm_names,
 )
-from spark_checkpoint_storage.state_backend import _from_provider_class
+from spark_checkpoint_storage.state_backend import from_provider_class
 
 from conftest import assert_ok
 
@@ -152,21 +152,21 @@ def test_bad_keys_and_values_are_refused_and_nothing_is_set():
 
 
 def test_provider_class_dispatch():
-    assert _from_provider_class(jvm_names.HEAP_PROVIDER_CLASS) == HashMapStateBackend()
+    assert from_provider_class(jvm_names.HEAP_PROVIDER_CLASS) == HashMapStateBackend()
     # Unset is Spark's default provider.
     for unset in (None, "", "  "):
-        assert _from_provider_class(unset) == CustomStateBackend(jvm_names.HDFS_PROVIDER_CLASS)
-    assert _from_provider_class("com.example.P") == CustomStateBackend("com.example.P")
+        assert from_provider_class(unset) == CustomStateBackend(jvm_names.HDFS_PROVIDER_CLASS)
+    assert from_provider_class("com.example.P") == CustomStateBackend("com.example.P")
     # RocksDB takes its settings from the configuration, and only those: an unset changelog
     # setting is Spark's default, off.
-    read = _from_provider_class(ROCKSDB, {jvm_names.ROCKSDB_MAX_MEMORY_USAGE_MB_CONF: "300",
+    read = from_provider_class(ROCKSDB, {jvm_names.ROCKSDB_MAX_MEMORY_USAGE_MB_CONF: "300",
                                           "spark.sql.shuffle.partitions": "4"})
     assert type(read) is EmbeddedRocksDBStateBackend
     assert not read.is_changelog_checkpointing_enabled()
     assert read.get_max_memory_usage_mb() == 300
     assert read.get_options() == {CHANGELOG: "false",
                                   jvm_names.ROCKSDB_MAX_MEMORY_USAGE_MB_CONF: "300"}
-    assert _from_provider_class(ROCKSDB, {CHANGELOG: " TRUE "}).is_changelog_checkpointing_enabled()
+    assert from_provider_class(ROCKSDB, {CHANGELOG: " TRUE "}).is_changelog_checkpointing_enabled()
 
 
 def test_defaults_are_spark_ones(spark):

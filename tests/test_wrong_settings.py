@@ -152,7 +152,9 @@ def test_wrong_static_settings_fail_the_session_start(subproc):
 _SUBMIT_JOB = """
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.getOrCreate()
-    import spark_checkpoint_storage  # our errors for our JVM errors
+    # spark-submit built the session, not our helpers: our errors for our JVM errors.
+    from spark_checkpoint_storage import install_error_conversion
+    install_error_conversion()
     spark.conf.set(%r, "2m")
     (spark.readStream.format("rate").load().groupBy("value").count()
      .writeStream.outputMode("update").format("noop")
@@ -222,7 +224,7 @@ def test_connect_server_without_the_plugin_is_named():
     """A Spark Connect client cannot add the jar: a server started without it is refused when
     the client asks for its checkpoint settings (the module test_spark_connect runs the real
     server with the plugin, where the same check passes)."""
-    from spark_checkpoint_storage.checkpoint_config import _check_connect_server_has_plugin
+    from spark_checkpoint_storage.session import check_connect_server_has_plugin
 
     class Conf:
         def __init__(self, plugins):
@@ -236,11 +238,108 @@ def test_connect_server_without_the_plugin_is_named():
             self.conf = Conf(plugins)
 
     with pytest.raises(JarNotOnClasspathError) as err:
-        _check_connect_server_has_plugin(Session(None))
+        check_connect_server_has_plugin(Session(None))
     message = str(err.value)
     assert "The Spark Connect server does not run the spark-checkpoint-storage plugin" in message
     assert "--jars %s" % bundled_jar_path() in message
     assert "--conf spark.plugins=%s" % jvm_names.PLUGIN_CLASS in message
     with pytest.raises(JarNotOnClasspathError):
-        _check_connect_server_has_plugin(Session("com.example.OtherPlugin"))
-    _check_connect_server_has_plugin(Session("com.example.OtherPlugin, " + jvm_names.PLUGIN_CLASS))
+        check_connect_server_has_plugin(Session("com.example.OtherPlugin"))
+    check_connect_server_has_plugin(Session("com.example.OtherPlugin, " + jvm_names.PLUGIN_CLASS))
+
+
+# --------------------------------------------------------------------------------------
+# Who converts our JVM errors: the session helpers, never the import
+
+_IMPORT_ONLY = """
+    import importlib, pkgutil
+    from pyspark import SparkContext
+    from pyspark.errors.exceptions import captured
+    import pyspark.sql
+
+    original = captured.convert_exception
+    import spark_checkpoint_storage
+    for module in pkgutil.iter_modules(spark_checkpoint_storage.__path__):
+        if module.name != "__main__":
+            importlib.import_module("spark_checkpoint_storage." + module.name)
+    from spark_checkpoint_storage.errors import is_error_conversion_installed
+    assert captured.convert_exception is original, captured.convert_exception
+    assert not is_error_conversion_installed()
+    assert SparkContext._gateway is None  # no JVM either
+    print("UNTOUCHED", flush=True)
+"""
+
+
+def test_importing_the_package_changes_nothing_in_pyspark(subproc):
+    """Importing the package and every module of it leaves PySpark's conversion of JVM errors
+    as PySpark made it (and starts no JVM)."""
+    assert "UNTOUCHED" in assert_ok(subproc.python(_IMPORT_ONLY))
+
+
+_HELPER_INSTALLS = """
+    from pyspark.errors.exceptions import captured
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import (
+        configure_spark_with_checkpoint_storage, get_checkpoint_config, install_error_conversion,
+        jvm_names)
+    from spark_checkpoint_storage.bundled_jar import bundled_jar_path
+    from spark_checkpoint_storage.errors import (
+        CheckpointStorageException, IllegalCheckpointStorageArgumentException,
+        is_error_conversion_installed)
+
+    def start_refused(spark, name):
+        spark.conf.set(jvm_names.FILE_STATE_SIZE_THRESHOLD, "2m")
+        try:
+            (spark.readStream.format("rate").load().groupBy("value").count().writeStream
+             .outputMode("update").format("noop").option("checkpointLocation", name).start())
+        except Exception as e:
+            return e
+        finally:
+            spark.conf.unset(jvm_names.FILE_STATE_SIZE_THRESHOLD)
+        raise AssertionError("a threshold over 1 MiB was accepted")
+
+    # A session with the jar and the plugin, built without our helpers: PySpark's errors.
+    original = captured.convert_exception
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config(jvm_names.JARS_CONF, bundled_jar_path())
+             .config(jvm_names.PLUGINS_CONF, jvm_names.PLUGIN_CLASS)
+             .config(jvm_names.PROVIDER_CLASS_CONF, jvm_names.HEAP_PROVIDER_CLASS)
+             .config(jvm_names.FILE_MANAGER_CLASS_CONF, jvm_names.FILE_MANAGER_CLASS)
+             .getOrCreate())
+    plain = start_refused(spark, "cp-plain")
+    assert not isinstance(plain, CheckpointStorageException), repr(plain)
+    assert "Invalid value '2m' for " + jvm_names.FILE_STATE_SIZE_THRESHOLD in str(plain), str(plain)
+    assert captured.convert_exception is original and not is_error_conversion_installed()
+    print("WITHOUT", type(plain).__module__ + "." + type(plain).__name__, flush=True)
+
+    # The helper installs the conversion, once: the same refusal is ours.
+    builder = configure_spark_with_checkpoint_storage(SparkSession.builder.master("local[1]"))
+    installed = captured.convert_exception
+    assert installed is not original and installed.__wrapped__ is original
+    assert is_error_conversion_installed()
+    configure_spark_with_checkpoint_storage(SparkSession.builder)
+    get_checkpoint_config(spark)
+    install_error_conversion()
+    assert captured.convert_exception is installed
+    assert builder.getOrCreate() is spark
+    ours = start_refused(spark, "cp-helper")
+    assert isinstance(ours, IllegalCheckpointStorageArgumentException), repr(ours)
+    assert ours.getCondition() == "CHECKPOINT_STORAGE.INVALID_ARGUMENT"
+    print("WITH", type(ours).__module__ + "." + type(ours).__name__, flush=True)
+    print("FIRST LINE " + str(ours).splitlines()[0], flush=True)
+    spark.stop()
+"""
+
+
+def test_session_helper_installs_the_conversion_of_our_jvm_errors(subproc):
+    """Before the session helper, a JVM error of ours (a wrong setting refused when a query
+    starts) reaches Python as PySpark made it; once ``configure_spark_with_checkpoint_storage``
+    ran, as our exception class, and further helper calls install nothing more."""
+    out = assert_ok(subproc.python(_HELPER_INSTALLS))
+    without = [l for l in out.splitlines() if l.startswith("WITHOUT ")]
+    assert without and without[0].startswith("WITHOUT pyspark."), out[-3000:]
+    assert "WITH spark_checkpoint_storage.errors.IllegalCheckpointStorageArgumentException" in out
+    first = [l for l in out.splitlines() if l.startswith("FIRST LINE ")][0][len("FIRST LINE "):]
+    assert first.startswith("[CHECKPOINT_STORAGE.INVALID_ARGUMENT] ")
+    first_line(first[len("[CHECKPOINT_STORAGE.INVALID_ARGUMENT] "):], jvm_names.FILE_STATE_SIZE_THRESHOLD,
+               "2m", "expected a size from 0 to 1m")

@@ -1,43 +1,40 @@
 """
 Session configuration: the analog of PyFlink's ``env.get_checkpoint_config()``
-(:func:`get_checkpoint_config`) and of delta's ``configure_spark_with_delta_pip``
-(:func:`configure_spark_with_checkpoint_storage`).
+(:func:`get_checkpoint_config`). The helper that configures a session builder with the jar
+and the plugin, :func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`
+(delta's ``configure_spark_with_delta_pip``), lives in :mod:`spark_checkpoint_storage.session`
+and is importable from here too.
 
 Every setting is a Spark configuration key, so what these helpers do can equally be written
 as ``--conf`` options (that is how a Spark Connect server is configured).
 """
-import functools
-import os
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from spark_checkpoint_storage import jvm_names
-from spark_checkpoint_storage.bundled_jar import (
-    JarNotOnClasspathError,
-    bundled_jar_path,
-    jvm_has_jar,
-)
 from spark_checkpoint_storage.checkpoint_storage import (
     CheckpointStorage,
     FileSystemCheckpointStorage,
-    _from_j_checkpoint_storage,
+    from_j_checkpoint_storage,
 )
 from spark_checkpoint_storage.errors import (
-    CheckpointStorageException,
-    ClassicSessionRequiredException,
     IllegalCheckpointStorageArgumentException,
     StaticConfigurationException,
-    convert_jvm_exception,
+    install_error_conversion,
     jvm_errors,
 )
-from spark_checkpoint_storage.state_backend import StateBackend, _from_provider_class
+from spark_checkpoint_storage.session import (  # noqa: F401 (configure_...: importable from here)
+    PLUGIN_CONFS,
+    check_connect_server_has_plugin,
+    configure_spark_with_checkpoint_storage,
+    is_connect_session,
+)
+from spark_checkpoint_storage.state_backend import StateBackend, from_provider_class
 
 __all__ = [
     "CheckpointConfig",
     "ExternalizedCheckpointCleanup",
-    "configure_spark_with_checkpoint_storage",
     "get_checkpoint_config",
-    "PLUGIN_CONFS",
     "STATIC_CONFS",
 ]
 
@@ -45,13 +42,6 @@ PROVIDER_CLASS = jvm_names.HEAP_PROVIDER_CLASS
 PLUGIN_CLASS = jvm_names.PLUGIN_CLASS
 FILE_MANAGER_CLASS = jvm_names.FILE_MANAGER_CLASS
 LISTENER_CLASS = jvm_names.LISTENER_CLASS
-
-#: Every setting the plugin needs besides the jar: the state store provider, the checkpoint
-#: file manager that places state bytes, and the Spark plugin that runs the coordinator.
-PLUGIN_CONFS: Dict[str, str] = {
-    jvm_names.PROVIDER_CLASS_CONF: PROVIDER_CLASS,
-    jvm_names.FILE_MANAGER_CLASS_CONF: FILE_MANAGER_CLASS,
-}
 
 PREFIX = jvm_names.PREFIX
 STORAGE = jvm_names.STORAGE
@@ -103,20 +93,6 @@ class ExternalizedCheckpointCleanup(Enum):
 
     DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
     RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"
-
-
-def _is_connect_session(target: Any) -> bool:
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # Spark Connect's Python dependencies are not installed
-        return False
-    return isinstance(target, ConnectSession)
-
-
-def _is_remote_builder(builder: Any) -> bool:
-    options = getattr(builder, "_options", {})
-    return ("spark.remote" in options or options.get("spark.api.mode") == "connect"
-            or bool(os.environ.get("SPARK_REMOTE")))
 
 
 class _BuilderConf(object):
@@ -278,7 +254,7 @@ class CheckpointConfig(object):
                 j_map.put(key, value)
         j_lookup = gateway.jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
         loader = jvm_names.jvm_class(gateway.jvm, jvm_names.STORAGE_LOADER_CLASS)
-        return _from_j_checkpoint_storage(loader.load(j_lookup, gateway.jvm.scala.Option.empty()))
+        return from_j_checkpoint_storage(loader.load(j_lookup, gateway.jvm.scala.Option.empty()))
 
     # -- state backend ---------------------------------------------------------------------
 
@@ -331,8 +307,8 @@ class CheckpointConfig(object):
         unset changelog setting reads as Spark's default, off), any other class a
         :class:`~spark_checkpoint_storage.state_backend.CustomStateBackend`. Unset, it is
         Spark's default provider: ``CustomStateBackend`` of ``HDFSBackedStateStoreProvider``
-        (:func:`configure_spark_with_checkpoint_storage` sets the heap provider on a builder
-        that names none).
+        (:func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`
+        sets the heap provider on a builder that names none).
 
         Example:
         ::
@@ -344,7 +320,7 @@ class CheckpointConfig(object):
         """
         conf = {key: self._conf.get(key) for key in self._conf.keys()
                 if key.startswith(jvm_names.ROCKSDB_CONF_PREFIX)}
-        return _from_provider_class(self._conf.get(jvm_names.PROVIDER_CLASS_CONF), conf)
+        return from_provider_class(self._conf.get(jvm_names.PROVIDER_CLASS_CONF), conf)
 
     # -- retained checkpoints --------------------------------------------------------------
 
@@ -433,6 +409,12 @@ def get_checkpoint_config(builder_or_session: Any) -> CheckpointConfig:
     of a running ``SparkSession``, classic or Spark Connect (Flink:
     ``env.get_checkpoint_config()``).
 
+    Like :func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`, it
+    installs this package's conversion of JVM errors in this Python process, once
+    (:func:`~spark_checkpoint_storage.errors.install_error_conversion`): a wrong setting of
+    this package refused by ``writeStream.start()`` then reaches Python as
+    :class:`~spark_checkpoint_storage.errors.IllegalCheckpointStorageArgumentException`.
+
     Example:
     ::
 
@@ -449,161 +431,12 @@ def get_checkpoint_config(builder_or_session: Any) -> CheckpointConfig:
         the jar and the plugin.
     """
     if hasattr(builder_or_session, "_options") and hasattr(builder_or_session, "getOrCreate"):
+        install_error_conversion()
         return CheckpointConfig(_BuilderConf(builder_or_session))
     if hasattr(builder_or_session, "conf") and hasattr(builder_or_session, "readStream"):
-        if _is_connect_session(builder_or_session):
-            _check_connect_server_has_plugin(builder_or_session)
+        if is_connect_session(builder_or_session):
+            check_connect_server_has_plugin(builder_or_session)
+        install_error_conversion()
         return CheckpointConfig(_SessionConf(builder_or_session))
     raise TypeError("get_checkpoint_config takes a SparkSession.Builder or a SparkSession, got %r"
                     % (builder_or_session,))
-
-
-def _server_options() -> str:
-    """The spark-submit options that give a Spark Connect server (or any driver) the plugin."""
-    return "--jars %s --conf %s=%s --conf %s=%s %s" % (
-        bundled_jar_path(), jvm_names.PLUGINS_CONF, PLUGIN_CLASS, jvm_names.QUERY_LISTENERS_CONF,
-        LISTENER_CLASS, " ".join("--conf %s=%s" % kv for kv in PLUGIN_CONFS.items()))
-
-
-def _check_connect_server_has_plugin(session: Any) -> None:
-    """A Spark Connect server started without the jar and plugin cannot run the storage."""
-    plugins = session.conf.get(jvm_names.PLUGINS_CONF, None) or ""
-    if PLUGIN_CLASS not in [p.strip() for p in plugins.split(",")]:
-        raise JarNotOnClasspathError(
-            "The Spark Connect server does not run the spark-checkpoint-storage plugin (its %s "
-            "is %r): the jar and the plugin must be on the server when it starts, a client "
-            "cannot add them. Start the server with %s."
-            % (jvm_names.PLUGINS_CONF, plugins, _server_options()))
-
-
-def _append_list(options: Dict[str, Any], key: str, value: str) -> str:
-    existing = [v.strip() for v in str(options.get(key, "")).split(",") if v.strip()]
-    if value not in existing:
-        existing.append(value)
-    return ",".join(existing)
-
-
-def configure_spark_with_checkpoint_storage(builder: Any,
-                                            storage: Optional[CheckpointStorage] = None,
-                                            state_backend: Optional[StateBackend] = None) -> Any:
-    """
-    Configures the session ``builder`` will create for spark-checkpoint-storage, and returns
-    the builder:
-
-    * the jar bundled with this package goes on the classpath of the driver and every
-      executor (``spark.jars``; Spark ships it, no network access needed);
-    * the coordinator plugin is added to ``spark.plugins`` and its query listener to
-      ``spark.sql.streaming.streamingQueryListeners`` (frees a stopped query's driver memory,
-      applies ``DELETE_ON_CANCELLATION``);
-    * ``HeapStateStoreProvider`` and ``StorageCheckpointFileManager`` are set, unless the
-      builder already names others;
-    * ``storage``, when given, becomes the checkpoint storage of the session's queries.
-      Without it the storage follows the configuration
-      (``spark.sql.streaming.checkpointStorage``; default: file system when a checkpoint
-      directory is known, else driver heap);
-    * ``state_backend``, when given, sets the state store provider and its settings (see
-      :meth:`CheckpointConfig.set_state_backend`), over any provider the builder names.
-      Without it: the builder's provider, else
-      :class:`~spark_checkpoint_storage.state_backend.HashMapStateBackend`.
-
-    A Spark Connect builder (``.remote(...)``) cannot add a jar or a plugin to a server that
-    already runs: start the server with them instead (see the Python guide, "Spark Connect").
-
-    Example:
-    ::
-
-        >>> from pyspark.sql import SparkSession
-        >>> from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
-        >>> from spark_checkpoint_storage.checkpoint_storage import DriverCheckpointStorage
-        >>> builder = SparkSession.builder.master("local[2]")
-        >>> builder = configure_spark_with_checkpoint_storage(builder, DriverCheckpointStorage())
-        >>> spark = builder.getOrCreate()  # doctest: +SKIP
-
-        >>> from spark_checkpoint_storage.state_backend import EmbeddedRocksDBStateBackend
-        >>> builder = configure_spark_with_checkpoint_storage(
-        ...     SparkSession.builder.master("local[2]"),
-        ...     state_backend=EmbeddedRocksDBStateBackend())
-
-    :param builder: a ``pyspark.sql.SparkSession.Builder``.
-    :param storage: the checkpoint storage, optional.
-    :param state_backend: the state backend, optional.
-    :return: the same builder, configured.
-    """
-    if _is_remote_builder(builder):
-        raise ClassicSessionRequiredException(
-            "configure_spark_with_checkpoint_storage needs a classic SparkSession builder: the "
-            "jar and the plugin must be on the Spark Connect server when it starts. Start the "
-            "server with %s, then set the storage on the Connect session with "
-            "get_checkpoint_config(spark)." % _server_options())
-    if state_backend is not None and not isinstance(state_backend, StateBackend):
-        raise TypeError("state_backend must be a StateBackend (for example "
-                        "EmbeddedRocksDBStateBackend()), got %r" % (state_backend,))
-    _check_running_jvm_has_jar()
-    options = getattr(builder, "_options", {})
-    builder = builder.config(jvm_names.JARS_CONF,
-                             _append_list(options, jvm_names.JARS_CONF, bundled_jar_path()))
-    builder = builder.config(jvm_names.PLUGINS_CONF,
-                             _append_list(options, jvm_names.PLUGINS_CONF, PLUGIN_CLASS))
-    builder = builder.config(jvm_names.QUERY_LISTENERS_CONF, _append_list(
-        options, jvm_names.QUERY_LISTENERS_CONF, LISTENER_CLASS))
-    for key, value in PLUGIN_CONFS.items():
-        if key not in options:
-            builder = builder.config(key, value)
-    if storage is not None:
-        get_checkpoint_config(builder).set_checkpoint_storage(storage)
-    if state_backend is not None:
-        get_checkpoint_config(builder).set_state_backend(state_backend)
-    _guard_get_or_create(builder)
-    return builder
-
-
-def _check_running_jvm_has_jar() -> None:
-    """
-    A Python process launches its driver JVM once, with the classpath of its first session:
-    a session built later in the same process (a notebook, a test suite) runs in that JVM,
-    and ``spark.jars`` cannot put the jar on a driver that already runs. Refuse before
-    ``getOrCreate()`` fails deep inside ``JavaSparkContext`` with a ``ClassNotFoundException``.
-    """
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is None or jvm_has_jar(gateway):
-        return
-    jar = bundled_jar_path()
-    raise JarNotOnClasspathError(
-        "This Python process already runs a Spark driver JVM, started by an earlier "
-        "SparkSession without the spark-checkpoint-storage jar, and a JVM's classpath is fixed "
-        "when it starts: a session built in it cannot load %s. Start a new Python process "
-        "(restart the notebook kernel) and build the session with "
-        "configure_spark_with_checkpoint_storage before any other, or launch Python with the "
-        "jar on the driver's classpath: PYSPARK_SUBMIT_ARGS='--jars %s pyspark-shell', "
-        "spark-submit --jars %s, or spark.jars=%s on the first session." % (
-            PLUGIN_CLASS, jar, jar, jar))
-
-
-def _guard_get_or_create(builder: Any) -> None:
-    """
-    Makes ``builder.getOrCreate()`` check the running JVM for the jar first, and raise a
-    setting of this package that the driver refuses at start-up (a wrong static setting)
-    as this package's error, naming the setting, instead of py4j's error about
-    ``JavaSparkContext``.
-    """
-    original = builder.getOrCreate
-    if getattr(original, "_spark_checkpoint_storage", False):
-        return
-
-    @functools.wraps(original)
-    def get_or_create() -> Any:
-        from py4j.protocol import Py4JJavaError
-
-        _check_running_jvm_has_jar()
-        try:
-            return original()
-        except Py4JJavaError as e:
-            converted = convert_jvm_exception(e)
-            if isinstance(converted, CheckpointStorageException):
-                raise converted from None
-            raise
-
-    get_or_create._spark_checkpoint_storage = True  # type: ignore[attr-defined]
-    builder.getOrCreate = get_or_create

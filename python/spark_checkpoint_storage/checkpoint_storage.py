@@ -5,7 +5,7 @@ classes over the JVM storages of the plugin jar, built through
 running driver, or a JVM launched with the jar when no session exists yet).
 
 Set one on a session with :func:`spark_checkpoint_storage.checkpoint_config.get_checkpoint_config`
-or :func:`spark_checkpoint_storage.checkpoint_config.configure_spark_with_checkpoint_storage`.
+or :func:`spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`.
 """
 from abc import ABCMeta
 from typing import Any, Optional
@@ -19,6 +19,7 @@ __all__ = [
     "DriverCheckpointStorage",
     "FileSystemCheckpointStorage",
     "CustomCheckpointStorage",
+    "from_j_checkpoint_storage",
 ]
 
 _JVM_PACKAGE = jvm_names.JVM_PACKAGE + ".storage"
@@ -35,12 +36,24 @@ def _normalize_path(gateway: Any, path: str) -> str:
     return str(gateway.jvm.org.apache.hadoop.fs.Path(path).toString())
 
 
-def _from_j_checkpoint_storage(j_checkpoint_storage: Any) -> Optional["CheckpointStorage"]:
+def from_j_checkpoint_storage(j_checkpoint_storage: Any) -> Optional["CheckpointStorage"]:
     """
     Wraps a JVM checkpoint storage in its Python class: :class:`DriverCheckpointStorage`,
     :class:`FileSystemCheckpointStorage`, or :class:`CustomCheckpointStorage` for any other
-    implementation of ``io.sparkcheckpointstorage.storage.CheckpointStorage``.
+    implementation of ``io.sparkcheckpointstorage.storage.CheckpointStorage`` (PyFlink:
+    ``CheckpointStorage._from_j_checkpoint_storage``).
 
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.checkpoint_storage import (
+        ...     DriverCheckpointStorage, from_j_checkpoint_storage)
+        >>> j_storage = DriverCheckpointStorage()._j_checkpoint_storage  # doctest: +SKIP
+        >>> type(from_j_checkpoint_storage(j_storage)).__name__  # doctest: +SKIP
+        'DriverCheckpointStorage'
+
+    :param j_checkpoint_storage: a JVM checkpoint storage, or None.
+    :return: its Python class wrapping it, or None for None.
     :raises TypeError: when the JVM object is not a checkpoint storage.
     """
     if j_checkpoint_storage is None:

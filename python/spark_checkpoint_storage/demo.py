@@ -92,7 +92,7 @@ def run_demo(batches: int = 6, keys: int = 20000, rows_per_batch: int = 20000,
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from spark_checkpoint_storage.checkpoint_config import configure_spark_with_checkpoint_storage
+    from spark_checkpoint_storage.session import configure_spark_with_checkpoint_storage
     from spark_checkpoint_storage.java_gateway import get_gateway
 
     builder = (SparkSession.builder.master("local[*]").appName("spark-checkpoint-storage demo")

@@ -1,9 +1,13 @@
 """
 Errors of spark-checkpoint-storage, in the style of ``pyspark.errors``: every exception is a
 :class:`pyspark.errors.PySparkException` with a condition (``getCondition()``), message
-parameters and the plain message (``getMessage()``). Errors raised in the JVM reach Python
-as one of these, carrying the JVM's message and exception class, instead of a raw
-``py4j.protocol.Py4JJavaError``.
+parameters and the plain message (``getMessage()``). Errors raised in the JVM by this
+package's functions reach Python as one of these, carrying the JVM's message and exception
+class, instead of a raw ``py4j.protocol.Py4JJavaError``. Errors of this package raised in the
+JVM through PySpark's own calls (``writeStream.start()``) become these once
+:func:`install_error_conversion` has run: the session helpers
+(``configure_spark_with_checkpoint_storage``, ``get_checkpoint_config``) run it; importing the
+package changes nothing in PySpark.
 
 Example:
 ::
@@ -18,6 +22,7 @@ Example:
 """
 import functools
 import inspect
+import threading
 from typing import Any, Callable, Dict, Optional, Type, TypeVar
 
 from pyspark.errors import PySparkException
@@ -37,6 +42,8 @@ __all__ = [
     "StaticConfigurationException",
     "ClassicSessionRequiredException",
     "convert_jvm_exception",
+    "install_error_conversion",
+    "is_error_conversion_installed",
     "jvm_errors",
 ]
 
@@ -371,20 +378,80 @@ def _of_spark_context(java: Any) -> bool:
     return gateway is not None and getattr(java, "_gateway_client", None) is gateway._gateway_client
 
 
-def _install_pyspark_conversion() -> None:
+def install_error_conversion() -> None:
     """
-    Makes PySpark raise this package's errors for the JVM errors of this package: a wrong
-    setting refused when a query starts (``writeStream.start()``) reaches Python as
-    :class:`IllegalCheckpointStorageArgumentException`, not as PySpark's generic
-    ``IllegalArgumentException``. Every other JVM error is converted by PySpark as before.
-    Called once, when the package is imported.
+    Makes PySpark raise this package's errors for the JVM errors of this package, in this
+    Python process: PySpark's own conversion of JVM errors
+    (``pyspark.errors.exceptions.captured.convert_exception``, on every supported line) is
+    wrapped so that
+
+    * an error of this package thrown by a JVM method PySpark calls (itself, or behind a
+      reflection wrapper) becomes the matching :class:`CheckpointStorageException` (the
+      table of ``convert_jvm_exception``): a wrong setting refused when a query starts
+      (``writeStream.start()``) is an :class:`IllegalCheckpointStorageArgumentException`,
+      not PySpark's generic ``IllegalArgumentException``;
+    * Spark 4.3's refusal of a Real-Time Mode query while the session names the hash-map
+      backend becomes a :class:`StateBackendNotSupportedException` saying which backend to
+      set;
+    * every other JVM error is converted by PySpark as before (a failed query stays a
+      ``StreamingQueryException``: :func:`convert_jvm_exception` finds our error among its
+      causes).
+
+    Importing the package changes nothing in PySpark: ``configure_spark_with_checkpoint_storage``
+    and ``get_checkpoint_config`` call this, and so do the functions that start a session of
+    their own. Call it yourself when the session gets the plugin otherwise (``spark-submit
+    --jars ...``, a notebook's preconfigured session). Idempotent: a second call, from any
+    thread, changes nothing. A pyspark without the hook (a Spark Connect-only client) is left
+    as it is.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.errors import (
+        ...     install_error_conversion, is_error_conversion_installed)
+        >>> install_error_conversion()
+        >>> is_error_conversion_installed()
+        True
     """
     try:
         from pyspark.errors.exceptions import captured
     except ImportError:  # a pyspark without the module: its own conversion stays
         return
+    with _INSTALL_LOCK:
+        _wrap_convert_exception(captured)
+
+
+def is_error_conversion_installed() -> bool:
+    """
+    Whether :func:`install_error_conversion` has wrapped PySpark's conversion of JVM errors in
+    this Python process (False after a mere ``import spark_checkpoint_storage``).
+
+    Example:
+    ::
+
+        >>> from pyspark.sql import SparkSession
+        >>> from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+        >>> from spark_checkpoint_storage.errors import is_error_conversion_installed
+        >>> _ = configure_spark_with_checkpoint_storage(SparkSession.builder.master("local[1]"))
+        >>> is_error_conversion_installed()
+        True
+    """
+    try:
+        from pyspark.errors.exceptions import captured
+    except ImportError:
+        return False
+    return bool(getattr(getattr(captured, "convert_exception", None), _MARK, False))
+
+
+# Set on the wrapper of PySpark's convert_exception: it is installed once.
+_MARK = "_spark_checkpoint_storage"
+_INSTALL_LOCK = threading.Lock()
+
+
+def _wrap_convert_exception(captured: Any) -> None:
+    """Replaces ``captured.convert_exception`` by our wrapper of it, unless it is ours."""
     original = getattr(captured, "convert_exception", None)
-    if original is None or getattr(original, "_spark_checkpoint_storage", False):
+    if original is None or getattr(original, _MARK, False):
         return
 
     @functools.wraps(original)
@@ -405,5 +472,5 @@ def _install_pyspark_conversion() -> None:
             return refusal
         return original(e)
 
-    convert_exception._spark_checkpoint_storage = True  # type: ignore[attr-defined]
+    setattr(convert_exception, _MARK, True)
     captured.convert_exception = convert_exception

@@ -11,8 +11,9 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from spark_checkpoint_storage import jvm_names
-from spark_checkpoint_storage.errors import ClassicSessionRequiredException, jvm_errors
+from spark_checkpoint_storage.errors import jvm_errors
 from spark_checkpoint_storage.jvm_names import jvm_class
+from spark_checkpoint_storage.session import checkpoint_location_and_session, jvm_and_hadoop_conf
 
 __all__ = ["CheckpointInspection", "MatplotlibNotInstalledError", "inspect_checkpoint"]
 
@@ -337,38 +338,6 @@ def _text_table(table: Any) -> str:
     return "\n".join([line(columns)] + [line(r) for r in rows]) if rows else "(none)"
 
 
-def _checkpoint_of(query_or_location: Any) -> Tuple[str, Any]:
-    """(checkpoint location, the JVM SparkSession or None) of a query or a location."""
-    if isinstance(query_or_location, str):
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-
-        session = ((SparkSession.getActiveSession() or SparkSession._instantiatedSession)
-                   if SparkContext._active_spark_context else None)
-        # Without a classic session (none, or Spark Connect) a local JVM reads the files.
-        return query_or_location, getattr(session, "_jsparkSession", None)
-    if hasattr(query_or_location, "_jsq"):
-        j_query = query_or_location._jsq
-        return (str(j_query.streamingQuery().resolvedCheckpointRoot()),
-                j_query.sparkSession())
-    if type(query_or_location).__module__.startswith("pyspark.sql.connect"):
-        raise ClassicSessionRequiredException(
-            "This needs a classic SparkSession: a Spark Connect StreamingQuery does not expose "
-            "its checkpoint to the client through py4j. Pass the query's checkpoint location "
-            "(the checkpointLocation option) instead, on a machine that can read it.")
-    raise TypeError("Expected a StreamingQuery or a checkpoint location, got %r"
-                    % (query_or_location,))
-
-
-def _jvm_and_conf(j_session: Any) -> Tuple[Any, Any]:
-    from spark_checkpoint_storage.java_gateway import get_gateway
-
-    gateway = get_gateway()
-    if j_session is not None:
-        return gateway.jvm, j_session.sessionState().newHadoopConf()
-    return gateway.jvm, gateway.jvm.org.apache.hadoop.conf.Configuration()
-
-
 @jvm_errors
 def inspect_checkpoint(query_or_checkpoint_location: Any) -> CheckpointInspection:
     """
@@ -393,7 +362,7 @@ def inspect_checkpoint(query_or_checkpoint_location: Any) -> CheckpointInspectio
     :raises CheckpointStateException: when the checkpoint's state lived in a previous
                                       driver's heap only.
     """
-    location, session = _checkpoint_of(query_or_checkpoint_location)
-    jvm, conf = _jvm_and_conf(session)
+    location, session = checkpoint_location_and_session(query_or_checkpoint_location)
+    jvm, conf = jvm_and_hadoop_conf(session)
     text = jvm_class(jvm, jvm_names.INSPECTOR_CLASS).inspectJson(location, conf)
     return CheckpointInspection(json.loads(text))

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import MigrationException, jvm_errors
+from spark_checkpoint_storage.session import local_session
 
 __all__ = ["migrate", "MigrationResult", "MigrationProgress", "TARGET_PROVIDERS",
            "MIGRATION_MANIFEST"]
@@ -134,18 +135,6 @@ class _ProgressPoller(threading.Thread):
         self.join()
 
 
-def _local_session() -> Any:
-    """A local session with this package's jar, for a migration run without one."""
-    from pyspark.sql import SparkSession
-
-    from spark_checkpoint_storage.checkpoint_config import configure_spark_with_checkpoint_storage
-
-    builder = (SparkSession.builder.master("local[*]").appName("spark-checkpoint-storage-migrate")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    return configure_spark_with_checkpoint_storage(builder).getOrCreate()
-
-
 @jvm_errors
 def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] = None,
             num_partitions: Optional[int] = None, spark: Any = None,
@@ -243,7 +232,7 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
 
         spark = SparkSession.getActiveSession()
         if spark is None:
-            spark = own_session = _local_session()
+            spark = own_session = local_session()
     if not hasattr(spark, "_jsparkSession"):
         from spark_checkpoint_storage.errors import ClassicSessionRequiredException
 

@@ -9,8 +9,12 @@ from typing import Any, Optional
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import SavepointException, jvm_errors
-from spark_checkpoint_storage.inspection import _checkpoint_of, _jvm_and_conf
 from spark_checkpoint_storage.jvm_names import jvm_class
+from spark_checkpoint_storage.session import (
+    checkpoint_location_and_session,
+    jvm_and_hadoop_conf,
+    local_session,
+)
 
 __all__ = ["savepoint", "SAVEPOINT_MANIFEST", "SAVEPOINT_FORMATS"]
 
@@ -94,7 +98,7 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
                                 is not committed, or a checkpoint without committed batches.
     :raises ClassicSessionRequiredException: for a Spark Connect query.
     """
-    location, j_session = _checkpoint_of(query_or_checkpoint_location)
+    location, j_session = checkpoint_location_and_session(query_or_checkpoint_location)
     if batch_id is not None and (not isinstance(batch_id, int) or batch_id < 0):
         raise SavepointException("batch_id must be a committed batch id (an int >= 0), got %r"
                                  % (batch_id,))
@@ -103,7 +107,7 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
                                  % (", ".join(SAVEPOINT_FORMATS), format))
     if format == "canonical":
         return _canonical(query_or_checkpoint_location, location, j_session, target, batch_id)
-    jvm, conf = _jvm_and_conf(j_session)
+    jvm, conf = jvm_and_hadoop_conf(j_session)
     if target is None:
         target = _default_target(jvm, conf, location, _query_id(query_or_checkpoint_location))
     result = json.loads(jvm_class(jvm, jvm_names.SAVEPOINTS_CLASS).create(
@@ -119,18 +123,16 @@ def _canonical(query_or_location: Any, location: str, j_session: Any, target: Op
                batch_id: Optional[int]) -> str:
     """A canonical savepoint: a Spark job on the query's session, or the active or a local one
     (the job needs a SparkContext, so a session is started before any JVM is asked)."""
-    from spark_checkpoint_storage.migration import _local_session
-
     own = None
     if j_session is None:
         from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()
         if active is None:
-            active = own = _local_session()
+            active = own = local_session()
         j_session = active._jsparkSession
     try:
-        jvm, conf = _jvm_and_conf(j_session)
+        jvm, conf = jvm_and_hadoop_conf(j_session)
         if target is None:
             target = _default_target(jvm, conf, location, _query_id(query_or_location))
         result = json.loads(jvm_class(jvm, jvm_names.CANONICAL_SAVEPOINTS_CLASS).create(

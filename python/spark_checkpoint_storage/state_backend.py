@@ -5,7 +5,7 @@ the checkpoint storage that decides where checkpointed state bytes go.
 
 * :class:`HashMapStateBackend`: state as objects in executor heap, this package's
   ``HeapStateStoreProvider`` (the default of
-  :func:`~spark_checkpoint_storage.checkpoint_config.configure_spark_with_checkpoint_storage`).
+  :func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`).
 * :class:`EmbeddedRocksDBStateBackend`: state in a RocksDB instance per state store, Spark's
   ``RocksDBStateStoreProvider``, with changelog checkpointing on. The only provider Spark
   runs ``transformWithState`` / ``transformWithStateInPandas`` on.
@@ -15,7 +15,7 @@ A backend is configuration only: each is the Spark settings it stands for (the p
 class, ``spark.sql.streaming.stateStore.providerClass``, and for RocksDB the
 ``spark.sql.streaming.stateStore.rocksdb.*`` settings). Set one on a session with
 :meth:`~spark_checkpoint_storage.checkpoint_config.CheckpointConfig.set_state_backend` or
-:func:`~spark_checkpoint_storage.checkpoint_config.configure_spark_with_checkpoint_storage`.
+:func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`.
 
 Example:
 ::
@@ -38,11 +38,12 @@ __all__ = [
     "HashMapStateBackend",
     "EmbeddedRocksDBStateBackend",
     "CustomStateBackend",
+    "from_provider_class",
 ]
 
 
-def _from_provider_class(provider_class: Optional[str],
-                         conf: Optional[Mapping[str, Any]] = None) -> "StateBackend":
+def from_provider_class(provider_class: Optional[str],
+                        conf: Optional[Mapping[str, Any]] = None) -> "StateBackend":
     """
     The backend of a state store provider class name (the value of
     ``spark.sql.streaming.stateStore.providerClass``), with, for RocksDB, the
@@ -51,6 +52,16 @@ def _from_provider_class(provider_class: Optional[str],
 
     Unset (None or blank) is Spark's default provider, ``HDFSBackedStateStoreProvider``,
     returned as a :class:`CustomStateBackend`.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage import jvm_names
+        >>> from spark_checkpoint_storage.state_backend import from_provider_class
+        >>> from_provider_class(jvm_names.HEAP_PROVIDER_CLASS) == HashMapStateBackend()
+        True
+        >>> from_provider_class(None).get_provider_class()
+        'org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider'
 
     :param provider_class: the provider class name, or None.
     :param conf: the session's or builder's settings (only the RocksDB ones are read).
@@ -163,7 +174,7 @@ class HashMapStateBackend(StateBackend):
     """
     This state backend holds the working state in the memory (JVM heap) of the executors:
     this package's ``HeapStateStoreProvider`` (Flink's ``HashMapStateBackend``), the default
-    of :func:`~spark_checkpoint_storage.checkpoint_config.configure_spark_with_checkpoint_storage`.
+    of :func:`~spark_checkpoint_storage.session.configure_spark_with_checkpoint_storage`.
 
     State access is as fast as a hash map lookup; each batch's changes are checkpointed as a
     delta file (and periodically a snapshot) through the checkpoint storage. The state of
