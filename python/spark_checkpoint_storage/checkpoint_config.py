@@ -23,7 +23,8 @@ from spark_checkpoint_storage.errors import (
     install_error_conversion,
     jvm_errors,
 )
-from spark_checkpoint_storage.session import (  # noqa: F401 (configure_...: importable from here)
+# PLUGIN_CONFS and configure_spark_with_checkpoint_storage stay importable from here.
+from spark_checkpoint_storage.session import (  # noqa: F401
     PLUGIN_CONFS,
     check_connect_server_has_plugin,
     configure_spark_with_checkpoint_storage,
