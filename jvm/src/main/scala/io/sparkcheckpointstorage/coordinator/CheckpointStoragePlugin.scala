@@ -52,7 +52,8 @@ class CheckpointStoragePlugin extends SparkPlugin {
 
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
       context = ctx
-      CoordinatorClient.connect(ctx,
+      // Spark names a plugin's messages by the plugin's class, as the driver's endpoint routes them.
+      CoordinatorClient.connect(ctx, CheckpointStoragePlugin.this.getClass.getName,
         RequestBatcher.maxBatchBytes(ctx.conf().getOption(CheckpointStorageOptions.ExecutorMaxRequestBatchSize)))
     }
 

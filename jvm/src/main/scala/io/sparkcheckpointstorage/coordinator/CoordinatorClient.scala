@@ -5,6 +5,7 @@ import java.io.FileNotFoundException
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.api.plugin.PluginContext
+import org.apache.spark.checkpointstorage.PluginDriverEndpoint
 
 import io.sparkcheckpointstorage.packs.PackFiles
 
@@ -13,10 +14,23 @@ object CoordinatorClient {
   /** This executor's plugin context and the batcher sending through it. */
   @volatile private var executorConnection: Option[(PluginContext, RequestBatcher)] = None
 
-  /** Sends this executor's requests through `ctx` from now on, batched up to `maxBatchBytes`. */
-  def connect(ctx: PluginContext, maxBatchBytes: Int = RequestBatcher.DefaultMaxBatchBytes): Unit = synchronized {
+  /**
+   * Sends this executor's requests to the driver plugin `pluginName` from now on, batched up
+   * to `maxBatchBytes`. Not through `ctx.ask`: Spark's plugin context keeps a failed lookup
+   * of the driver for the executor's life ([[PluginDriverEndpoint]]); a [[DriverConnection]]
+   * looks the driver up again after a failure.
+   */
+  def connect(ctx: PluginContext, pluginName: String, maxBatchBytes: Int): Unit = {
+    val conf = ctx.conf()
+    val connection = new DriverConnection(() => PluginDriverEndpoint.lookup(pluginName, conf),
+      PluginDriverEndpoint.lookupTimeout(conf), PluginDriverEndpoint.askTimeout(conf))
+    connect(ctx, connection.send _, maxBatchBytes)
+  }
+
+  /** Sends this executor's requests through `send` (one round trip to the driver) from now on. */
+  private[coordinator] def connect(ctx: PluginContext, send: Array[Byte] => AnyRef, maxBatchBytes: Int): Unit = synchronized {
     executorConnection.foreach(_._2.stop())
-    executorConnection = Some((ctx, new RequestBatcher(ctx.ask, maxBatchBytes)))
+    executorConnection = Some((ctx, new RequestBatcher(send, maxBatchBytes)))
   }
 
   /** Stops sending through `ctx` (the executor is shutting down). */

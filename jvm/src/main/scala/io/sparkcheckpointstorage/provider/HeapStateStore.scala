@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.execution.streaming.state._
 
+import io.sparkcheckpointstorage.coordinator.CoordinatorUnreachableException
 import io.sparkcheckpointstorage.storage.StateSizeLimitException
 
 /**
@@ -166,9 +167,11 @@ private[provider] final class HeapStateStore(
   override def commit(): Long = {
     checkWritable("commit")
     commitStats = try provider.commit(this, changes, forceSnapshotOnCommit) catch {
-      // A storage limit says which setting to raise: the user sees it as it is, not as the
-      // cause of a generic commit failure.
+      // A storage limit says which setting to raise, and a driver that did not answer says
+      // which timeout and that the task is retried: the user sees them as they are, not as
+      // the cause of a generic commit failure.
       case e: StateSizeLimitException => throw e
+      case e: CoordinatorUnreachableException => throw e
       case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e, HeapStateStore.reason(e))
     }
     newVersion = version + 1

@@ -240,7 +240,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
       override def hostname() = "localhost"
       override def resources() = java.util.Collections.emptyMap()
     })
-    executorContext.foreach(CoordinatorClient.connect(_))
+    executorContext.foreach(ctx => CoordinatorClient.connect(ctx, ctx.ask _, RequestBatcher.DefaultMaxBatchBytes))
     val e = intercept[CorruptPackException](CoordinatorClient.read(root, "state/0/0/1.heap-delta", conf))
     assert(e.file.endsWith("state-packs/1.pack") && e.getMessage.contains("1.pack is unusable"), e.getMessage)
   }

@@ -1,0 +1,135 @@
+"""The coordinator stays reachable after a driver stall: a driver JVM frozen (SIGSTOP) past
+``spark.rpc.lookupTimeout`` and ``spark.rpc.askTimeout`` while its executors commit state,
+on ``local-cluster``, with each storage (tests/frozen_driver.py runs the driver).
+
+Spark's own ``PluginContext.ask`` keeps a failed first lookup of the driver for the
+executor's life ("Driver endpoint is not known." on every later message); the executors'
+messages here go through a connection that looks the driver up again after any failure, so:
+
+- a freeze exactly while the executors make their first state commit: the commits inside it
+  fail in our words (the driver did not answer within the named timeout), Spark retries the
+  tasks after it, and both queries finish with results equal to the batch computation, in
+  their first run (no query restart);
+- the same freeze in the middle of a running query, several times;
+- an executor started after a freeze (one killed; Spark starts another) runs state tasks and
+  commits normally.
+"""
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+import pytest
+
+from conftest import Subprocess, assert_ok
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+pytestmark = pytest.mark.cluster
+
+#: the RPC timeouts of the session, and each freeze: past both, so the commits inside fail
+TIMEOUT_S = 3
+FREEZE_S = 9
+
+_DRIVER = """
+    import sys
+    sys.path.insert(0, %r)
+    import frozen_driver
+    frozen_driver.main(["frozen_driver.py", %r])
+"""
+
+
+def run_frozen_driver(tmp_path, storage: str) -> dict:
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = {"work": str(work), "storage": storage, "timeout_s": TIMEOUT_S, "freeze_s": FREEZE_S,
+            "mid_run_freezes": 2, "steps": ["first_freeze", "freezes", "new_executor"]}
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    result = Subprocess(tmp_path).python(_DRIVER % (TESTS, str(spec_path)), timeout=900)
+    (tmp_path / "stdout.txt").write_text(result.stdout)
+    (tmp_path / "stderr.txt").write_text(result.stderr)
+    assert_ok(result)
+    with open(work / "result.json") as f:
+        out = json.load(f)
+    out["driver_log"] = result.stderr
+    # The executors' own logs: local-cluster's workers write them under Spark's home.
+    import pyspark
+    app_dir = os.path.join(os.path.dirname(pyspark.__file__), "work", out["application_id"])
+    out["executor_logs"] = "".join(
+        open(os.path.join(d, n), errors="replace").read()
+        for d, _, names in os.walk(app_dir) for n in names if n == "stderr")
+    return out
+
+
+def step_logs(driver_log: str) -> dict:
+    """The driver's log cut at each step's first line (``STEP <name> batch <b>``)."""
+    parts = re.split(r"^STEP (\w+) batch \d+$", driver_log, flags=re.M)
+    logs = defaultdict(str)
+    for name, text in zip(parts[1::2], parts[2::2]):
+        logs[name] += text
+    return logs
+
+
+def lost_task_reasons(log: str) -> list:
+    return [l for l in log.splitlines() if "Lost task" in l]
+
+
+@pytest.mark.parametrize("storage", ["driver", "filesystem"])
+def test_a_driver_frozen_past_the_rpc_timeouts_loses_no_state_and_needs_no_restart(tmp_path, storage):
+    out = run_frozen_driver(tmp_path, storage)
+    log = out["driver_log"]
+
+    # Every freeze happened, inside a batch.
+    assert len(out["freezes"]) == 3 and all(not f.get("missed") for f in out["freezes"]), out["freezes"]
+    assert all(f["seconds"] >= FREEZE_S for f in out["freezes"]), out["freezes"]
+
+    # No query failed, none was restarted: one run each, every batch committed.
+    assert out["query_exceptions"] == {}, out["query_exceptions"]
+    for name, runs in out["run_ids"].items():
+        assert len(runs) == 1, "%s ran %d times" % (name, len(runs))
+    assert out["last_batch"] == {"counts": 3, "dedup": 3}, out["last_batch"]
+
+    # The results equal the batch computation over the whole input.
+    expected = defaultdict(lambda: [0, 0])
+    for r in out["input"]:
+        expected[r["k"]][0] += 1
+        expected[r["k"]][1] += r["v"]
+    latest = {}
+    for batch in sorted(out["counts"], key=int):
+        for k, n, total, _ in out["counts"][batch]:
+            latest[k] = [n, total]
+    assert latest == {k: v for k, v in expected.items()}
+    dedup_keys = [k for k, _ in out["dedup"]]
+    assert sorted(dedup_keys) == sorted(expected), "each key once in the file sink's output"
+
+    # The freezes met state commits: tasks failed, in our words, and were retried.
+    steps = step_logs(log)
+    ours_first = "io.sparkcheckpointstorage.coordinator.CoordinatorUnreachableException: " \
+                 "The checkpoint coordinator on the driver"
+    first = lost_task_reasons(steps["first_freeze"])
+    assert any(ours_first in l for l in first), \
+        "no state commit met the first freeze:\n" + "\n".join(first)
+    ours = [l for l in lost_task_reasons(log) if "CoordinatorUnreachableException" in l]
+    # Our words first: not as the cause of Spark's generic commit failure.
+    assert all(ours_first in l for l in ours), ours
+    assert all(("within spark.rpc.lookupTimeout=%ds" % TIMEOUT_S in l
+                or "within spark.rpc.askTimeout=%ds" % TIMEOUT_S in l) for l in ours), ours
+    # Never Spark's cached failure, on the driver or in any executor's log.
+    for text in (log, out["executor_logs"]):
+        assert "Driver endpoint is not known" not in text
+        assert "Failed to create driver plugin endpoint ref" not in text
+    assert out["executor_logs"], "the executors' logs were found"
+
+    # The executor started after the kill computed rows of the last batch in state tasks,
+    # which committed without a failure of ours.
+    (killed_pid,) = out["killed_executor"].values()
+    new_pids = {p for e, p in out["executors_after_kill"].items()
+                if e not in out["executors_at_start"]}
+    assert new_pids, out["executors_after_kill"]
+    computed_by = {pid for _, _, _, pid in out["counts"][str(out["batch_after_kill"])]}
+    assert new_pids & computed_by, (new_pids, computed_by)
+    assert killed_pid not in computed_by
+    assert not any("CoordinatorUnreachableException" in l
+                   for l in lost_task_reasons(steps["new_executor"]))
