@@ -111,7 +111,7 @@ def _inspect(checkpoint: str, plot: Optional[str], as_json: bool) -> int:
     from spark_checkpoint_storage.errors import CheckpointStorageException
     from spark_checkpoint_storage.inspection import (
         MatplotlibNotInstalledError,
-        _require_matplotlib,
+        require_matplotlib,
         inspect_checkpoint,
     )
 
@@ -119,7 +119,7 @@ def _inspect(checkpoint: str, plot: Optional[str], as_json: bool) -> int:
         # Before the checkpoint is read: that starts a JVM, a wait for nothing if the plot
         # cannot be drawn.
         try:
-            _require_matplotlib()
+            require_matplotlib()
         except MatplotlibNotInstalledError as e:
             print("error: --plot: %s" % e, file=sys.stderr)
             return 1

@@ -200,7 +200,7 @@ class CheckpointInspection(object):
 
     def _figure(self) -> Any:
         """The plot's matplotlib ``Figure``, not drawn yet."""
-        _require_matplotlib()
+        require_matplotlib()
         # A Figure of its own rather than pyplot's: no backend switched, no figure left open
         # in a notebook or an application that plots too.
         from matplotlib.figure import Figure
@@ -248,7 +248,7 @@ class CheckpointInspection(object):
         return fig
 
 
-def _require_matplotlib() -> None:
+def require_matplotlib() -> None:
     """Raises :class:`MatplotlibNotInstalledError` when matplotlib cannot be imported: the
     command line asks before it reads a checkpoint, so that a refusal does not wait for a JVM."""
     try:
