@@ -133,7 +133,7 @@ def main(params_file: str) -> int:
     #: "run": the workload from a fresh checkpoint; "new_driver_restart" (W3, after "run"):
     #: one more batch of the query on the run's checkpoint, in this new driver JVM.
     phase = params.get("phase", "run")
-    #: a remote checkpoint file system (run.py started its server): see tests/realfs.py
+    #: a remote checkpoint file system (run.py started its server): see tests/support/realfs.py
     remote = params.get("remote")
     source, checkpoint = os.path.join(run_dir, "source"), os.path.join(run_dir, "checkpoint")
     if remote:
@@ -162,7 +162,7 @@ def main(params_file: str) -> int:
     jvm = Jvm(spark)
     if remote:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-        import realfs
+        from support import realfs
         remote_files = realfs.HadoopFiles(spark)
 
         def checkpoint_files() -> Set[str]:

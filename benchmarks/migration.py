@@ -82,6 +82,29 @@ def run_query(spark, inputs: List[str], source: str, checkpoint: str) -> float:
     return time.time() - started
 
 
+def session(app: str, driver_memory: str, partitions: int):
+    """The benchmark's session: ``local[2]``, no UI, ``partitions`` state partitions,
+    configured by ``configure_spark_with_checkpoint_storage``."""
+    from pyspark.sql import SparkSession
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+    builder = (SparkSession.builder.master("local[2]").appName(app)
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.sql.shuffle.partitions", partitions)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_results(path: str, results: Dict) -> int:
+    """Writes ``results`` as JSON to ``path`` and says where; the exit status of a run."""
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    print("results: %s" % path)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=1_000_000)
@@ -94,8 +117,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
 
-    from pyspark.sql import SparkSession
-    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
     from spark_checkpoint_storage.migration import migrate
 
     work = args.workdir
@@ -103,13 +124,7 @@ def main(argv=None) -> int:
                           args.keys, args.files)
     for name in ("src", "dst", "rerun", "source"):
         shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-    builder = (SparkSession.builder.master("local[2]").appName("migration-benchmark")
-               .config("spark.driver.memory", args.driver_memory)
-               .config("spark.sql.shuffle.partitions", args.partitions)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("migration-benchmark", args.driver_memory, args.partitions)
 
     # The user's query so far: Spark's defaults (provider and file manager).
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", PROVIDERS["hdfs"])
@@ -160,11 +175,7 @@ def main(argv=None) -> int:
         print("%-8s %12.1f %12.1f %7.2fx %14d %14d %7.2fx" % (
             target, r["migrate_seconds"], r["rerun_seconds"], r["time_ratio"],
             r["migrate"]["bytes"], r["rerun"]["bytes"], r["bytes_ratio"]))
-    out = os.path.join(work, "migration-results.json")
-    with open(out, "w") as f:
-        json.dump(results, f, indent=2)
-    print("results: %s" % out)
-    return 0
+    return write_results(os.path.join(work, "migration-results.json"), results)
 
 
 if __name__ == "__main__":

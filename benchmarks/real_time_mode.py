@@ -10,7 +10,7 @@ for ``--seconds``; each output record carries the newest input timestamp of its 
 Kafka CreateTime stamps taken on this machine. Before the measured stream, one record is
 sent and awaited in the output, so that the query's tasks are running; the run checks that
 every key's last count equals its number of input records. A real Kafka broker
-(tests/realfs.py's KafkaBroker) and Spark's Kafka connector of the running line
+(tests/support/realfs.py's KafkaBroker) and Spark's Kafka connector of the running line
 (dev/realfs/pom-kafka-spark<line>.xml) as in the tests.
 
     .venv/bin/python benchmarks/real_time_mode.py                  # 30 s per variant, 200 records/s
@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import pyspark  # noqa: E402
-import realfs  # noqa: E402
+from support import realfs  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 
 NAMES = ["rocksdb-changelog", "rocksdb-fs", "rocksdb-driver"]

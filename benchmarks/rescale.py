@@ -24,7 +24,6 @@ are printed; absolute times drift on shared machines. A benchmark, never a test.
     .venv/bin/python benchmarks/rescale.py --keys 100000 --files 1
 """
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -34,7 +33,8 @@ from typing import Callable, Dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from migration import PROVIDERS, SPARK_FILE_MANAGER, run_query, size_of, write_inputs  # noqa: E402
+from migration import (PROVIDERS, SPARK_FILE_MANAGER, run_query, session, size_of,  # noqa: E402
+                       write_inputs, write_results)
 
 
 class HeapPeak(object):
@@ -86,8 +86,6 @@ def main(argv=None) -> int:
                                                           "results", "rescale"))
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
     from spark_checkpoint_storage.migration import migrate
 
     work = args.workdir
@@ -96,13 +94,7 @@ def main(argv=None) -> int:
                           args.keys, args.files)
     for name in ("src", "spark", "ours-rocksdb", "ours-heap", "rerun", "source"):
         shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-    builder = (SparkSession.builder.master("local[2]").appName("rescale-benchmark")
-               .config("spark.driver.memory", args.driver_memory)
-               .config("spark.sql.shuffle.partitions", args.partitions)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
-    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("rescale-benchmark", args.driver_memory, args.partitions)
     heap = HeapPeak(spark)
 
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", PROVIDERS["rocksdb"])
@@ -170,11 +162,7 @@ def main(argv=None) -> int:
     results = {"spark": version, "keys": args.keys, "partitions": args.partitions,
                "to_partitions": n, "files": len(inputs), "rounds": args.rounds, "source_seconds": source_seconds,
                "steps": steps}
-    path = os.path.join(work, "rescale-results.json")
-    with open(path, "w") as f:
-        json.dump(results, f, indent=2)
-    print("results: %s" % path)
-    return 0
+    return write_results(os.path.join(work, "rescale-results.json"), results)
 
 
 if __name__ == "__main__":

@@ -56,17 +56,17 @@ class Subprocess:
                               env=self.env(), cwd=str(self.tmp_path))
 
 
-#: runs stateful_operators.py's driver (the operators' queries) with a spec file
+#: runs support/stateful_operators.py's driver (the operators' queries) with a spec file
 _OPERATORS_DRIVER = """
     import sys
     sys.path.insert(0, %r)
-    import stateful_operators
-    stateful_operators.main(["stateful_operators.py", %r])
+    from support import stateful_operators
+    stateful_operators.main(["stateful_operators", %r])
 """
 
 
 def run_operators_driver(step_dir, spec: dict) -> subprocess.CompletedProcess:
-    """Runs one driver process of stateful_operators.py with ``spec`` (written to
+    """Runs one driver process of support/stateful_operators.py with ``spec`` (written to
     ``step_dir/spec.json``). Its whole stdout and stderr stay in ``step_dir`` for a failure's
     post-mortem (``assert_ok`` shows only their ends)."""
     step_dir.mkdir()
@@ -152,13 +152,13 @@ def _forget_first_session_storage_settings():
 
 
 # --------------------------------------------------------------------------------------
-# Real remote file systems (tests/realfs.py): each server starts once per pytest run, on
-# first use, and stops at the end of the run.
+# Real remote file systems (tests/support/realfs.py): each server starts once per pytest
+# run, on first use, and stops at the end of the run.
 
 @pytest.fixture(scope="session")
 def minidfs(tmp_path_factory):
     """A real HDFS: MiniDFSCluster in its own JVM, ``hdfs://127.0.0.1:<port>``."""
-    import realfs
+    from support import realfs
     fs = realfs.MiniDfs(str(tmp_path_factory.mktemp("minidfs")))
     yield fs
     fs.stop()
@@ -167,7 +167,7 @@ def minidfs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def seaweed_s3(tmp_path_factory):
     """A real S3-compatible object store: SeaweedFS on 127.0.0.1, ``s3a://<bucket>``."""
-    import realfs
+    from support import realfs
     fs = realfs.SeaweedS3(str(tmp_path_factory.mktemp("seaweedfs")))
     yield fs
     fs.stop()
@@ -180,9 +180,16 @@ def remote_fs(request):
 
 
 @pytest.fixture(scope="session")
+def connector_jars() -> List[str]:
+    """The jars of Spark's Kafka connector for the running line (fetched once, then cached)."""
+    from support import realfs
+    return realfs.kafka_connector_jars()
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A real Kafka broker: one KRaft node in its own JVM, ``127.0.0.1:<port>``."""
-    import realfs
+    from support import realfs
     broker = realfs.KafkaBroker(str(tmp_path_factory.mktemp("kafka")))
     yield broker
     broker.stop()

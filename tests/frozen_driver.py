@@ -30,6 +30,8 @@ import threading
 import time
 from typing import Dict, List
 
+from support import executors
+
 PARTITIONS = 4
 ROWS_PER_BATCH = 40
 KEYS_PER_BATCH = 20
@@ -171,29 +173,10 @@ class FrozenDriver:
     # -- executors
 
     def executor_pids(self) -> Dict[str, int]:
-        found = {}
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % pid) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    argv = f.read().decode(errors="replace").split("\0")
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == self.jvm_pid and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv:
-                found[argv[argv.index("--executor-id") + 1]] = int(pid)
-        return found
+        return executors.executor_pids(self.jvm_pid)
 
     def wait_for_executors(self, n: int, exclude=(), timeout: float = 120) -> Dict[str, int]:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            pids = {e: p for e, p in self.executor_pids().items() if e not in exclude}
-            if len(pids) >= n:
-                return pids
-            time.sleep(0.5)
-        return {e: p for e, p in self.executor_pids().items() if e not in exclude}
+        return executors.wait_for_executors(self.jvm_pid, n, exclude, timeout)
 
     # -- the run
 

@@ -6,7 +6,6 @@ import os
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
 from spark_checkpoint_storage.checkpoint_config import (
@@ -25,9 +24,9 @@ from spark_checkpoint_storage.errors import (
 )
 from spark_checkpoint_storage.java_gateway import get_gateway
 
+from support import aggregation
+from support.aggregation import files_under
 from test_checkpoint_storage_api import build_custom_storage_jar
-
-SCHEMA = "k long, v long"
 
 
 @pytest.fixture(scope="module")
@@ -49,29 +48,10 @@ def spark(custom_jar, tmp_path_factory):
     session.stop()
 
 
-def files_under(path):
-    return sorted(os.path.relpath(os.path.join(d, f), path)
-                  for d, _, fs in os.walk(path) for f in fs)
-
-
 def run_aggregation(spark, root, batches, keys=30):
-    source = os.path.join(str(root), "source")
-    checkpoint = os.path.join(str(root), "checkpoint")
-    os.makedirs(source, exist_ok=True)
-    query = (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k")
-             .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-             .writeStream.outputMode("update").format("noop")
-             .option("checkpointLocation", checkpoint).start())
-    try:
-        for b in range(batches):
-            spark.createDataFrame([(k, b) for k in range(keys)], SCHEMA).coalesce(1) \
-                .write.mode("append").parquet(source)
-            query.processAllAvailable()
-    finally:
-        query.stop()
-    state = sorted((r.key[0], r.value[0], r.value[1])
-                   for r in spark.read.format("statestore").load(checkpoint).collect())
-    assert state == sorted((k, batches, sum(range(batches))) for k in range(keys))
+    """The storage tests' aggregation, its state checked exactly; returns its checkpoint."""
+    checkpoint = aggregation.run_aggregation(spark, root, batches, keys)
+    assert aggregation.state_of(spark, checkpoint) == aggregation.expected(batches, keys)
     return checkpoint
 
 

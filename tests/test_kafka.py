@@ -1,7 +1,7 @@
 """Kafka as source and sink of stateful queries, on both state backends (HashMapStateBackend,
 EmbeddedRocksDBStateBackend) through both checkpoint storages (FileSystemCheckpointStorage,
 DriverCheckpointStorage with a checkpoint path), across a driver restart: a real Kafka broker
-(tests/realfs.py's KafkaBroker, session-scoped), Spark's Kafka connector of the running line
+(tests/support/realfs.py's KafkaBroker, session-scoped), Spark's Kafka connector of the running line
 (dev/realfs/pom-kafka-spark<line>.xml, on the drivers' class path through ``spark.jars``).
 
 Two queries, each in the four backend x storage variants, run concurrently in one driver per
@@ -27,20 +27,13 @@ import os
 from collections import defaultdict
 from typing import Dict, List, Tuple
 
-import pyspark
 import pytest
 
-from conftest import ROOT, assert_ok
-from realfs import run_kafka_driver
+from conftest import assert_ok
+from support.realfs import kafka_connector_missing, run_kafka_driver
 
-_LINE = ".".join(pyspark.__version__.split(".")[:2])
-_CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
-
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(_CONNECTOR_POM),
-    reason="no Kafka connector for Spark %s: no dev/realfs/pom-kafka-spark%s.xml, as Maven "
-           "Central (as reached here) lacks part of that line's connector (docs/development.md)"
-           % (_LINE, _LINE))
+pytestmark = pytest.mark.skipif(kafka_connector_missing() is not None,
+                                reason=str(kafka_connector_missing()))
 
 #: (state backend, checkpoint storage) of every variant each driver runs
 VARIANTS = [(backend, storage) for backend in ("hashmap", "rocksdb")
@@ -56,7 +49,8 @@ spec = json.loads(%r)
 root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 
 sys.path.insert(0, spec["tests"])
-from realfs import kafka_driver_session
+from support import executors
+from support.realfs import kafka_driver_session, read_topic
 spark = kafka_driver_session(spec, spec.get("master", "local[2]"), "512m")
 config = get_checkpoint_config(spark)
 
@@ -130,19 +124,7 @@ def source_offsets(checkpoint, batch):
 
 def executor_pids():
     # Executor id -> pid of this driver's executor JVMs (local-cluster: its children).
-    driver = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-    found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%%s/stat" %% pid) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%%s/cmdline" %% pid, "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == driver and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv:
-            found[argv[argv.index("--executor-id") + 1]] = int(pid)
-    return found
+    return executors.executor_pids(executors.driver_pid(spark))
 
 
 def interrupt(kill, spare):
@@ -219,11 +201,7 @@ for query, checkpoint in queries:
 
 if spec.get("read_back"):
     def topic(name):
-        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", topics[name]).option("startingOffsets", "earliest")
-                .option("endingOffsets", "latest").load()
-                .select("partition", "offset", F.col("key").cast("string").alias("key"),
-                        F.col("value").cast("string").alias("value")))
+        return read_topic(spark, bootstrap, topics[name])
     records = {name: [tuple(r) for r in topic(name).orderBy("partition", "offset").collect()]
                for name in ("events", "ids", "aggregation-out", "deduplication-out")}
     events = topic("events").select(F.from_json("value", "k string, v long").alias("e"))
@@ -236,13 +214,6 @@ if spec.get("read_back"):
 print("PHASE DONE")
 spark.stop()
 """
-
-
-@pytest.fixture(scope="module")
-def connector_jars() -> List[str]:
-    """The jars of Spark's Kafka connector for the running line (fetched once, then cached)."""
-    import realfs
-    return realfs.jar_list("kafka-spark" + _LINE)
 
 
 def waves(first: int, count: int) -> List[Dict]:

@@ -1,7 +1,7 @@
 """Migration of a query's checkpoint between state store providers
 (``spark_checkpoint_storage.migration``), end to end on real Spark.
 
-Each direction runs two driver processes (tests/stateful_operators.py): the first runs every
+Each direction runs two driver processes (tests/support/stateful_operators.py): the first runs every
 operator's query on the source provider over the first files, then stops; the second
 migrates each checkpoint to a new location with the target provider, resumes the queries
 there (its session still names the source provider: the migrated offset log alone must make
@@ -16,11 +16,11 @@ import sys
 import pytest
 
 from conftest import assert_ok, run_operators_driver
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
-
-import stateful_operators as so  # noqa: E402
+from support import counting
+from support import stateful_operators as so
+from support.counting import (COUNTS, PROVIDER_CONF, add_file, assert_counts_match,
+                              expected_counts, final_counts, kill_while_writing, resume,
+                              run_batches, tree)
 
 #: operators every direction runs: aggregation, both deduplications, a stream-stream join (four
 #: stores, outer: rows kept for the watermark), applyInPandasWithState with event-time timeouts,
@@ -130,67 +130,6 @@ def test_migrated_queries_resume_with_exact_results(directions, direction):
 #: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
 SPARK_CONF = {"spark.sql.shuffle.partitions": 4}
 
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-COUNTS = "k long, v long"
-
-
-def count_query(spark, source, checkpoint, out):
-    """``groupBy(k).agg(count, sum)`` in update mode, each batch's output appended to parquet."""
-    from pyspark.sql import functions as F
-
-    def sink(df, batch_id):
-        df.write.mode("overwrite").parquet(os.path.join(out, "batch=%d" % batch_id))
-
-    return (spark.readStream.schema(COUNTS).parquet(source)
-            .groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-            .writeStream.outputMode("update").foreachBatch(sink)
-            .option("checkpointLocation", checkpoint).start())
-
-
-def add_file(spark, source, df):
-    df.coalesce(1).write.mode("append").parquet(source)
-
-
-def run_batches(spark, provider, source, checkpoint, out, files):
-    """Starts the counting query on ``provider`` (recorded in a new checkpoint), feeds
-    ``files`` (DataFrames), one batch each, and stops it."""
-    os.makedirs(source, exist_ok=True)
-    spark.conf.set(PROVIDER_CONF, so.provider_class(provider))
-    try:
-        query = count_query(spark, source, checkpoint, out)
-        try:
-            for df in files:
-                add_file(spark, source, df)
-                query.processAllAvailable()
-        finally:
-            query.stop()
-    finally:
-        spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
-
-
-def final_counts(spark, out):
-    """The last update of each key (counts only grow, so the largest)."""
-    from pyspark.sql import functions as F
-    return (spark.read.parquet(out).groupBy("k")
-            .agg(F.max("n").alias("n"), F.max_by("s", "n").alias("s")))
-
-
-def expected_counts(spark, source):
-    from pyspark.sql import functions as F
-    return spark.read.schema(COUNTS).parquet(source).groupBy("k").agg(
-        F.count("*").alias("n"), F.sum("v").alias("s"))
-
-
-def tree(path):
-    """Every file under ``path`` with its bytes, to prove a source untouched."""
-    files = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            p = os.path.join(d, n)
-            with open(p, "rb") as f:
-                files[os.path.relpath(p, path)] = f.read()
-    return files
-
 
 def test_several_hundred_thousand_keys(spark, tmp_path):
     """300k keys in 4 partitions on Spark's HDFS provider, migrated to ours, resumed: the final
@@ -208,15 +147,8 @@ def test_several_hundred_thousand_keys(spark, tmp_path):
     assert tree(src) == before
     assert result.rows == keys and result.batch_id == 0 and result.num_partitions == 4
     assert sum(result.operators[0]["stores"][0]["rowsPerPartition"]) == keys
-    query = count_query(spark, source, dst, out)  # the session's provider: ours
-    try:
-        add_file(spark, source, second)
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    got, expected = final_counts(spark, out), expected_counts(spark, source)
-    assert got.count() == keys
-    assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0
+    resume(spark, source, dst, out, second)  # the session's provider: ours
+    assert_counts_match(spark, source, out, keys)
     with open(os.path.join(dst, "offsets", "1")) as f:
         assert so.provider_class("heap") in f.read()
 
@@ -224,11 +156,7 @@ def test_several_hundred_thousand_keys(spark, tmp_path):
 @pytest.fixture(scope="module")
 def small_checkpoint(spark, tmp_path_factory):
     """A counting query's checkpoint on Spark's HDFS provider after two batches."""
-    root = tmp_path_factory.mktemp("small")
-    source, src, out = (str(root / n) for n in ("source", "src", "out"))
-    files = [spark.createDataFrame([(k % 10, b) for k in range(50)], COUNTS) for b in range(2)]
-    run_batches(spark, "hdfs", source, src, out, files)
-    return src
+    return counting.small_checkpoint(spark, tmp_path_factory.mktemp("small"), "hdfs", keys=10, rows=50)
 
 
 def copy_of(checkpoint, tmp_path, name="copy"):
@@ -414,9 +342,6 @@ def test_failed_migration_leaves_nothing(spark, small_checkpoint, tmp_path):
 def test_killed_migration_leaves_the_target_unusable_and_says_so(spark, tmp_path, subproc):
     """A migration SIGKILLed while it writes leaves no checkpoint at the target, a hidden
     sibling saying what it is, and the next migration to that target refuses, naming it."""
-    import signal
-    import subprocess
-    import time
     from pyspark.sql import functions as F
     from spark_checkpoint_storage.migration import migrate
 
@@ -424,25 +349,10 @@ def test_killed_migration_leaves_the_target_unusable_and_says_so(spark, tmp_path
     dst = str(tmp_path / "dst")
     run_batches(spark, "hdfs", source, src, out, [spark.range(200_000).select(
         F.col("id").alias("k"), F.col("id").alias("v"))])
-    script = tmp_path / "migrate.py"
-    script.write_text("from spark_checkpoint_storage.migration import migrate\n"
-                      "migrate(%r, %r, to='rocksdb')\n" % (src, dst))
-    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True,
-                            env=subproc.env(), cwd=str(tmp_path),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    leftovers = []
-    try:
-        deadline = time.time() + 300
-        # Kill it once the target provider has written state into the temporary sibling.
-        while time.time() < deadline and proc.poll() is None:
-            leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".dst.migrating-")]
-            if leftovers and os.path.exists(os.path.join(tmp_path, leftovers[0], "state")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the migration ended before it could be killed"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the Python process and its driver JVM
-        proc.wait()
+    # Killed once the target provider has written state into the temporary sibling.
+    leftovers = kill_while_writing("from spark_checkpoint_storage.migration import migrate\n"
+                                   "migrate(%r, %r, to='rocksdb')\n" % (src, dst),
+                                   tmp_path, ".dst.migrating-", subproc.env())
     assert not os.path.exists(dst)
     leftover = os.path.join(tmp_path, leftovers[0])
     with open(os.path.join(leftover, "_MIGRATION_INCOMPLETE")) as f:
@@ -494,11 +404,7 @@ def test_canonical_savepoint(spark, small_checkpoint, tmp_path):
         result = migrate(sp, dst, to=provider)
         assert result.rows == 10 and result.batch_id == 1
         assert result.target_provider == so.provider_class(provider)
-        query = count_query(spark, source, dst, out)
-        try:
-            query.processAllAvailable()
-        finally:
-            query.stop()
+        resume(spark, source, dst, out)
         with open(os.path.join(dst, "offsets", "2")) as f:
             assert so.provider_class(provider) in f.read()
         got = {r.k: (r.n, r.s) for r in final_counts(spark, out).collect()}

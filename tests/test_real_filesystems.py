@@ -1,5 +1,5 @@
 """The checkpoint storages on real remote file systems, started by session fixtures
-(tests/conftest.py, tests/realfs.py): HDFS (a MiniDFSCluster in its own JVM) and an
+(tests/conftest.py, tests/support/realfs.py): HDFS (a MiniDFSCluster in its own JVM) and an
 S3-compatible object store (SeaweedFS, reached through ``s3a://`` with credentials enforced).
 On each:
 
@@ -7,11 +7,11 @@ On each:
   SIGKILLed between the state commit of a batch and its ``commits/N`` and a new driver resumes
   the queries; with the file system storage on ``local-cluster``, where an executor JVM is
   SIGKILLed mid-stream first. Every result equals the batch computation
-  (tests/stateful_operators.py, shared with tests/test_stateful_operators.py);
-- in one driver (tests/remote_storage_checks.py): both storages across a restart, damaged and
-  missing packs, retention (``minBatchesToRetain``) and background cleanup, a savepoint from
-  and to the remote file system resumed exactly, inspection; on S3 no request copies an
-  object (the state path never renames);
+  (tests/support/stateful_operators.py, shared with tests/test_stateful_operators.py);
+- in one driver (tests/support/remote_storage_checks.py): both storages across a restart,
+  damaged and missing packs, retention (``minBatchesToRetain``) and background cleanup, a
+  savepoint from and to the remote file system resumed exactly, inspection; on S3 no request
+  copies an object (the state path never renames);
 - in another driver, ``DELETE_ON_CANCELLATION``; and the command line (no Spark session)
   inspecting and savepointing remote locations.
 """
@@ -28,8 +28,8 @@ from conftest import Subprocess, assert_ok
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
 
-import realfs  # noqa: E402
-import stateful_operators as so  # noqa: E402
+from support import realfs  # noqa: E402
+from support import stateful_operators as so  # noqa: E402
 from test_stateful_operators import (  # noqa: E402
     CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, cached_scenarios, check,
     check_killed_between_state_commit_and_commit_log, run_scenario, storage_of)
@@ -113,8 +113,9 @@ def run_checks(fs, tmp_path, checks, extra_conf=None):
             "spark_conf": dict(realfs.spark_settings(fs), **(extra_conf or {}))}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     before = fs.request_counts() if isinstance(fs, realfs.SeaweedS3) else None
-    result = subprocess.run([sys.executable, os.path.join(TESTS, "remote_storage_checks.py"),
-                             str(tmp_path / "spec.json")], capture_output=True, text=True,
+    checks_driver = os.path.join(TESTS, "support", "remote_storage_checks.py")
+    result = subprocess.run([sys.executable, checks_driver, str(tmp_path / "spec.json")],
+                            capture_output=True, text=True,
                             timeout=900, env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
     assert_ok(result)
     results = json.loads((work / "results.json").read_text())

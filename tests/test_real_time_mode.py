@@ -1,7 +1,7 @@
 """Real-Time Mode (Spark 4.3, ``trigger(realTime=...)``) on the RocksDB state backend through
 both checkpoint storages (FileSystemCheckpointStorage, DriverCheckpointStorage with a
 checkpoint path), Kafka to Kafka, across a driver restart: a real Kafka broker
-(tests/realfs.py's KafkaBroker) and Spark's Kafka connector of the running line
+(tests/support/realfs.py's KafkaBroker) and Spark's Kafka connector of the running line
 (dev/realfs/pom-kafka-spark<line>.xml), as in tests/test_kafka.py.
 
 Per storage, three queries run concurrently in one driver per phase: a stateless one (every
@@ -24,23 +24,16 @@ import os
 from collections import defaultdict
 from typing import Dict, List
 
-import pyspark
 import pytest
 
-from conftest import ROOT, assert_ok
-from realfs import run_kafka_driver
-
-_LINE = ".".join(pyspark.__version__.split(".")[:2])
-_CONNECTOR_POM = os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % _LINE)
+from conftest import assert_ok
+from support.realfs import kafka_connector_missing, run_kafka_driver, spark_line
 
 pytestmark = [
-    pytest.mark.skipif(tuple(int(p) for p in _LINE.split(".")) < (4, 3),
+    pytest.mark.skipif(tuple(int(p) for p in spark_line().split(".")) < (4, 3),
                        reason="Real-Time Mode (trigger(realTime=...)) is Spark 4.3's"),
-    pytest.mark.skipif(
-        not os.path.exists(_CONNECTOR_POM),
-        reason="no Kafka connector for Spark %s: no dev/realfs/pom-kafka-spark%s.xml, as Maven "
-               "Central (as reached here) lacks part of that line's connector "
-               "(docs/development.md)" % (_LINE, _LINE)),
+    pytest.mark.skipif(kafka_connector_missing() is not None,
+                       reason=str(kafka_connector_missing())),
 ]
 
 STORAGES = ("filesystem", "driver")
@@ -59,7 +52,7 @@ root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
 # the output topic get slots to spare. Spark's admission check before each group counted 0
 # of 32 slots free with four such queries in one driver and failed the query, so it is off.
 sys.path.insert(0, spec["tests"])
-from realfs import kafka_driver_session
+from support.realfs import kafka_driver_session, read_topic
 spark = kafka_driver_session(spec, "local[20]", "768m",
                              {"spark.scheduler.pipelinedGroup.slotCheck.enabled": "false"})
 config = get_checkpoint_config(spark)
@@ -93,11 +86,7 @@ def start(kind, storage):
 
 
 def topic(name):
-    return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", topics[name]).option("startingOffsets", "earliest")
-            .option("endingOffsets", "latest").load()
-            .select("partition", "offset", F.col("key").cast("string").alias("key"),
-                    F.col("value").cast("string").alias("value")))
+    return read_topic(spark, bootstrap, topics[name])
 
 
 def caught_up(expected):
@@ -144,13 +133,6 @@ if spec.get("read_back"):
 print("PHASE DONE")
 spark.stop()
 """
-
-
-@pytest.fixture(scope="module")
-def connector_jars() -> List[str]:
-    """The jars of Spark's Kafka connector for the running line (fetched once, then cached)."""
-    import realfs
-    return realfs.jar_list("kafka-spark" + _LINE)
 
 
 def wave(number: int) -> List[List[str]]:
@@ -211,17 +193,24 @@ def test_stateless_query_writes_every_input_record(restarted):
         assert sorted(ids) == inputs, variant
 
 
+def written_by_variant(data: Dict, key: str, field: str) -> Dict[str, Dict[str, list]]:
+    """The output topic's records with a field ``key``: variant -> that field's value ->
+    the records' ``field`` values, in the topic's order."""
+    written: Dict[str, Dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for _, _, _, value in data["out"]:
+        row = json.loads(value)
+        if key in row:
+            written[row["variant"]][row[key]].append(row[field])
+    return written
+
+
 def test_aggregation_counts_carry_across_the_restart(restarted):
     """On either storage, each key's last count in the output equals the batch count over the
     whole input topic, both waves: the second driver resumed from the first one's state (a
     lost state would count the second wave alone). Every count written lies in 1..that."""
     _, data = restarted
     assert len(data["counts"]) == 8 and sum(data["counts"].values()) == 300
-    written: Dict[str, Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
-    for _, _, _, value in data["out"]:
-        row = json.loads(value)
-        if "k" in row:
-            written[row["variant"]][row["k"]].append(row["n"])
+    written = written_by_variant(data, "k", "n")
     assert sorted(written) == ["aggregation-%s" % s for s in sorted(STORAGES)]
     for variant, per_key in written.items():
         assert {k: counts[-1] for k, counts in per_key.items()} == data["counts"], variant
@@ -272,12 +261,8 @@ def test_deduplication_keeps_each_value_first_record_across_the_restart(restarte
     for _, _, _, value in data["events"]:
         first.setdefault(value.split("-")[1], value)
     assert len(first) == 200 and sum(v.startswith("w0-") for v in first.values()) == 150
-    written: Dict[str, Dict[str, set]] = defaultdict(lambda: defaultdict(set))
-    for _, _, _, value in data["out"]:
-        row = json.loads(value)
-        if "d" in row:
-            written[row["variant"]][row["d"]].add(row["id"])
+    written = written_by_variant(data, "d", "id")
     assert sorted(written) == ["deduplication-%s" % s for s in sorted(STORAGES)]
     for variant, per_value in written.items():
-        assert {d: sorted(ids) for d, ids in per_value.items()} == \
+        assert {d: sorted(set(ids)) for d, ids in per_value.items()} == \
             {d: [v] for d, v in first.items()}, variant

@@ -2,7 +2,7 @@
 (``migrate(..., num_partitions=N)``), end to end on real Spark.
 
 Every operator's query runs on 4 partitions on Spark's HDFS provider in one driver process
-(tests/stateful_operators.py); a second driver rescales each checkpoint into ours at 7
+(tests/support/stateful_operators.py); a second driver rescales each checkpoint into ours at 7
 partitions, records where every state row landed, resumes the queries (its session still sets
 4 shuffle partitions: the rescaled offset log alone must make them run on 7) and feeds one
 more batch; a third rescales that into Spark's HDFS provider at 2 and feeds the rest. What
@@ -18,11 +18,12 @@ import sys
 import pytest
 
 from conftest import assert_ok, run_operators_driver
+from support import counting
+from support import stateful_operators as so
+from support.counting import (COUNTS, assert_counts_match, kill_while_writing, resume,
+                              run_batches, tree)
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
-
-import stateful_operators as so  # noqa: E402
 
 #: aggregation (plain and windowed), both deduplications, a stream-stream join (four stores),
 #: applyInPandasWithState with event-time timeouts, session windows (prefix-key scan)
@@ -112,62 +113,6 @@ def test_rescaled_queries_resume_with_exact_results(rescaled, step):
 # In this process's session: many keys, a canonical savepoint, progress, refusals, a kill.
 
 SPARK_CONF = {"spark.sql.shuffle.partitions": 4}
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-COUNTS = "k long, v long"
-
-
-def count_query(spark, source, checkpoint, out):
-    """``groupBy(k).agg(count, sum)`` in update mode, each batch's output appended to parquet."""
-    from pyspark.sql import functions as F
-
-    def sink(df, batch_id):
-        df.write.mode("overwrite").parquet(os.path.join(out, "batch=%d" % batch_id))
-
-    return (spark.readStream.schema(COUNTS).parquet(source)
-            .groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-            .writeStream.outputMode("update").foreachBatch(sink)
-            .option("checkpointLocation", checkpoint).start())
-
-
-def add_file(spark, source, df):
-    df.coalesce(1).write.mode("append").parquet(source)
-
-
-def run_batches(spark, provider, source, checkpoint, out, files):
-    """Starts the counting query on ``provider``, feeds ``files`` one batch each, stops it."""
-    os.makedirs(source, exist_ok=True)
-    spark.conf.set(PROVIDER_CONF, so.provider_class(provider))
-    try:
-        query = count_query(spark, source, checkpoint, out)
-        try:
-            for df in files:
-                add_file(spark, source, df)
-                query.processAllAvailable()
-        finally:
-            query.stop()
-    finally:
-        spark.conf.set(PROVIDER_CONF, so.provider_class("heap"))
-
-
-def resume(spark, source, checkpoint, out, more=None):
-    query = count_query(spark, source, checkpoint, out)
-    try:
-        if more is not None:
-            add_file(spark, source, more)
-        query.processAllAvailable()
-    finally:
-        query.stop()
-
-
-def assert_counts_match(spark, source, out, keys=None):
-    from pyspark.sql import functions as F
-    got = (spark.read.parquet(out).groupBy("k")
-           .agg(F.max("n").alias("n"), F.max_by("s", "n").alias("s")))
-    expected = spark.read.schema(COUNTS).parquet(source).groupBy("k").agg(
-        F.count("*").alias("n"), F.sum("v").alias("s"))
-    if keys is not None:
-        assert got.count() == keys
-    assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0
 
 
 def misplaced(spark, checkpoint, n):
@@ -188,24 +133,10 @@ def assert_rows_placed(spark, checkpoint, n, partitions=None):
         assert partitions is None or holding == partitions, (checkpoint, holding)
 
 
-def tree(path):
-    files = {}
-    for d, _, names in os.walk(path):
-        for name in names:
-            p = os.path.join(d, name)
-            with open(p, "rb") as f:
-                files[os.path.relpath(p, path)] = f.read()
-    return files
-
-
 @pytest.fixture(scope="module")
 def small_checkpoint(spark, tmp_path_factory):
     """A counting query's checkpoint on our provider after two batches, 4 partitions."""
-    root = tmp_path_factory.mktemp("small")
-    source, src, out = (str(root / n) for n in ("source", "src", "out"))
-    files = [spark.createDataFrame([(k % 40, b) for k in range(120)], COUNTS) for b in range(2)]
-    run_batches(spark, "heap", source, src, out, files)
-    return src
+    return counting.small_checkpoint(spark, tmp_path_factory.mktemp("small"), "heap", keys=40, rows=120)
 
 
 def test_same_provider_new_count_and_back(spark, small_checkpoint, tmp_path):
@@ -312,8 +243,6 @@ def test_killed_rescale_then_several_hundred_thousand_keys(spark, tmp_path, subp
     with progress reported, puts every key in its partition; resumed on 7 and fed more, the
     counts equal the batch computation; the source was never touched."""
     import shutil
-    import signal
-    import time
     from pyspark.sql import functions as F
     from spark_checkpoint_storage.errors import MigrationException
     from spark_checkpoint_storage.migration import migrate
@@ -324,25 +253,10 @@ def test_killed_rescale_then_several_hundred_thousand_keys(spark, tmp_path, subp
     run_batches(spark, "hdfs", source, src, out, [spark.range(keys).select(
         F.col("id").alias("k"), (F.col("id") % 7).alias("v"))])
     before = tree(src)
-    script = tmp_path / "rescale.py"
-    script.write_text("from spark_checkpoint_storage.migration import migrate\n"
-                      "migrate(%r, %r, to=%r, num_partitions=16)\n"
-                      % (src, dst, spark_built_in_target(spark)))
-    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True,
-                            env=subproc.env(), cwd=str(tmp_path),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    leftovers = []
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None:
-            leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".dst.migrating-")]
-            if leftovers and os.path.exists(os.path.join(tmp_path, leftovers[0], "state")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the rescale ended before it could be killed"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the Python process and its driver JVM
-        proc.wait()
+    leftovers = kill_while_writing("from spark_checkpoint_storage.migration import migrate\n"
+                                   "migrate(%r, %r, to=%r, num_partitions=16)\n"
+                                   % (src, dst, spark_built_in_target(spark)),
+                                   tmp_path, ".dst.migrating-", subproc.env())
     assert not os.path.exists(dst)
     leftover = os.path.join(tmp_path, leftovers[0])
     with open(os.path.join(leftover, "_MIGRATION_INCOMPLETE")) as f:

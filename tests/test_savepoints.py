@@ -20,6 +20,7 @@ from spark_checkpoint_storage.errors import SavepointException
 from spark_checkpoint_storage.savepoints import SAVEPOINT_MANIFEST, savepoint
 
 from conftest import assert_ok
+from support.aggregation import files_under
 
 SCHEMA = "k long, v long"
 KEYS = 20
@@ -66,6 +67,25 @@ def start(spark, source, checkpoint, sink):
             .option("checkpointLocation", checkpoint).start())
 
 
+def fed_query(spark, tmp_path, sink, batches):
+    """The query on a new checkpoint under ``tmp_path``, fed input files 0 to ``batches`` - 1,
+    one batch each, and still running: (its input folder, its checkpoint, the query)."""
+    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
+    os.makedirs(source)
+    query = start(spark, source, checkpoint, sink)
+    for b in range(batches):
+        add_input(spark, source, b)
+        query.processAllAvailable()
+    return source, checkpoint, query
+
+
+def resume(spark, source, checkpoint, sink):
+    """Runs the query from ``checkpoint`` over what ``source`` holds, then stops it."""
+    query = start(spark, source, checkpoint, sink)
+    query.processAllAvailable()
+    query.stop()
+
+
 def sink_rows(spark, sink):
     """The latest row per key, and the batches that wrote any."""
     latest = {}
@@ -80,10 +100,6 @@ def sink_batches(sink):
 
 def expected(batches):
     return sorted((k, len(batches), sum(batches)) for k in range(KEYS))
-
-
-def files_under(path):
-    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
 
 
 def assert_self_contained(path, source_checkpoint, batch):
@@ -109,12 +125,7 @@ def assert_self_contained(path, source_checkpoint, batch):
 def test_savepoint_of_a_running_query_restores_exactly_elsewhere(spark, storage, tmp_path):
     storage(FileSystemCheckpointStorage(str(tmp_path / "cp")),
             savepoint_path=str(tmp_path / "savepoints"))
-    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
-    os.makedirs(source)
-    query = start(spark, source, checkpoint, "sp_original")
-    for b in range(3):
-        add_input(spark, source, b)
-        query.processAllAvailable()
+    source, checkpoint, query = fed_query(spark, tmp_path, "sp_original", 3)
     # Taken while the query runs: its last committed batch, 2.
     path = savepoint(query)
     assert path.startswith("file:" + str(tmp_path / "savepoints") + "/savepoint-%s-" % str(query.id)[:6])
@@ -127,9 +138,7 @@ def test_savepoint_of_a_running_query_restores_exactly_elsewhere(spark, storage,
     # Relocatable: move it, then resume from it. Batch 3's input is new to the copy.
     moved = str(tmp_path / "elsewhere" / "restored")
     shutil.move(local, moved)
-    resumed = start(spark, source, moved, "sp_resumed")
-    resumed.processAllAvailable()
-    resumed.stop()
+    resume(spark, source, moved, "sp_resumed")
     # Only batch 3 ran, on top of the saved state of batches 0-2: exact cumulative results,
     # the same the original query wrote for its batch 3.
     assert sink_batches("sp_resumed") == [3]
@@ -142,12 +151,7 @@ def test_savepoint_of_a_running_query_restores_exactly_elsewhere(spark, storage,
 
 def test_savepoint_makes_heap_only_driver_state_durable(spark, storage, tmp_path):
     storage(DriverCheckpointStorage())  # state in driver heap only, no pack anywhere
-    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
-    os.makedirs(source)
-    query = start(spark, source, checkpoint, "sp_heap")
-    for b in range(2):
-        add_input(spark, source, b)
-        query.processAllAvailable()
+    source, checkpoint, query = fed_query(spark, tmp_path, "sp_heap", 2)
     target = str(tmp_path / "sp")
     assert savepoint(query, target) == "file:" + target
     query.stop()
@@ -158,21 +162,14 @@ def test_savepoint_makes_heap_only_driver_state_durable(spark, storage, tmp_path
     # moving the query to the file system storage.
     storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
     add_input(spark, source, 2)
-    resumed = start(spark, source, target, "sp_heap_resumed")
-    resumed.processAllAvailable()
-    resumed.stop()
+    resume(spark, source, target, "sp_heap_resumed")
     assert sink_batches("sp_heap_resumed") == [2]
     assert sink_rows(spark, "sp_heap_resumed") == expected([0, 1, 2])
 
 
 def test_savepoint_refusals(spark, storage, tmp_path):
     storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
-    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
-    os.makedirs(source)
-    query = start(spark, source, checkpoint, "sp_refusals")
-    for b in range(2):
-        add_input(spark, source, b)
-        query.processAllAvailable()
+    _, checkpoint, query = fed_query(spark, tmp_path, "sp_refusals", 2)
     query.stop()
 
     with pytest.raises(SavepointException, match="lies inside the checkpoint") as err:
@@ -214,11 +211,7 @@ def test_savepoint_refusals(spark, storage, tmp_path):
 
 def test_savepoint_command_line(spark, storage, tmp_path, subproc):
     storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
-    source, checkpoint = str(tmp_path / "source"), str(tmp_path / "checkpoint")
-    os.makedirs(source)
-    query = start(spark, source, checkpoint, "sp_cli")
-    add_input(spark, source, 0)
-    query.processAllAvailable()
+    _, checkpoint, query = fed_query(spark, tmp_path, "sp_cli", 1)
     query.stop()
     target = str(tmp_path / "cli-sp")
     ok = subprocess.run([sys.executable, "-m", "spark_checkpoint_storage", "savepoint", checkpoint,

@@ -13,8 +13,8 @@ An uninterrupted run on ``local[2]`` or ``local-cluster`` is the first half of t
 and executor-kill scenarios (their results are checked after both halves), so it is not a
 scenario of its own.
 
-Every scenario runs all operators' queries side by side in one driver (tests/
-stateful_operators.py), once per provider; the tests then compare operator by operator.
+Every scenario runs all operators' queries side by side in one driver
+(tests/support/stateful_operators.py), once per provider; the tests then compare operator by operator.
 
 The provider comes from ``SCS_TEST_PROVIDER``: ``heap`` (default, ours), ``hdfs`` (Spark's
 ``HDFSBackedStateStoreProvider``), ``rocksdb``, a class name, or several, comma-separated.
@@ -23,16 +23,11 @@ ours. The local-cluster scenarios are marked ``cluster`` (``-m "not cluster"`` s
 """
 import json
 import os
-import sys
 
 import pytest
 
 from conftest import assert_ok, run_operators_driver
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
-
-import stateful_operators as so  # noqa: E402
+from support import stateful_operators as so
 
 PROVIDER_NAMES = [p.strip() for p in os.environ.get("SCS_TEST_PROVIDER", "heap").split(",")
                   if p.strip()]

@@ -10,47 +10,13 @@ from pyspark.sql import functions as F
 from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
 
 from conftest import assert_ok
+from support.aggregation import expected, files_under, run_aggregation, state_of
 
-SCHEMA = "k long, v long"
 STORAGE = "spark.sql.streaming.checkpointStorage"
 
 
 #: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
 SPARK_CONF = {"spark.sql.shuffle.partitions": 20}
-
-
-def files_under(path):
-    return sorted(os.path.relpath(os.path.join(d, f), path)
-                  for d, _, fs in os.walk(path) for f in fs)
-
-
-def run_aggregation(spark, root, batches, keys=50, start_batch=0, checkpoint=None):
-    """Runs the aggregation over ``batches`` new input files (under ``root``); its
-    checkpoint is ``checkpoint`` (any Hadoop URI), by default ``<root>/checkpoint``."""
-    source = os.path.join(str(root), "source")
-    checkpoint = checkpoint or os.path.join(str(root), "checkpoint")
-    os.makedirs(source, exist_ok=True)
-    query = (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k")
-             .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-             .writeStream.outputMode("update").format("noop")
-             .option("checkpointLocation", checkpoint).start())
-    try:
-        for b in range(start_batch, start_batch + batches):
-            rows = [(k, b) for k in range(keys)]
-            spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode("append").parquet(source)
-            query.processAllAvailable()
-    finally:
-        query.stop()
-    return checkpoint
-
-
-def state_of(spark, checkpoint):
-    return sorted((r.key[0], r.value[0], r.value[1])
-                  for r in spark.read.format("statestore").load(checkpoint).collect())
-
-
-def expected(batches, keys=50):
-    return sorted((k, batches, sum(range(batches))) for k in range(keys))
 
 
 @pytest.mark.parametrize("storage", ["filesystem", "driver-with-path"])

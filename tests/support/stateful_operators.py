@@ -2,7 +2,7 @@
 over one file source, with the same computation done in batch mode as the expectation.
 
 Imported by the driver subprocesses that tests/test_stateful_operators.py starts (one
-driver JVM per process); run as ``python stateful_operators.py <spec.json>``. Nothing here
+driver JVM per process; conftest.run_operators_driver) as ``support.stateful_operators``. Nothing here
 asserts: a driver writes what every query produced and what the batch computation gives,
 and the tests compare them.
 
@@ -17,12 +17,13 @@ close. Key ``-1`` is left out of both sides of every comparison.
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from typing import Callable, Dict, List, Optional
 
 from spark_checkpoint_storage import jvm_names
+
+from support import add_to_python_workers, executors
 
 PROVIDERS = jvm_names.MIGRATION_TARGETS
 
@@ -327,7 +328,7 @@ class Driver:
         self.spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
         # Python workers unpickle the pandas function by reference to this module.
-        self.spark.sparkContext.addPyFile(os.path.abspath(__file__))
+        add_to_python_workers(self.spark.sparkContext)
         return self.spark
 
     # -- input
@@ -429,21 +430,7 @@ class Driver:
 
     def executor_pids(self) -> Dict[str, int]:
         """Executor id -> pid of this driver's executor JVMs (its child processes)."""
-        driver_pid = int(self.spark._jvm.java.lang.ProcessHandle.current().pid())
-        found = {}
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % pid) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    argv = f.read().decode(errors="replace").split("\0")
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == driver_pid and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv:
-                found[argv[argv.index("--executor-id") + 1]] = int(pid)
-        return found
+        return executors.executor_pids(executors.driver_pid(self.spark))
 
     def arm_executor_kill(self):
         """Makes the next batch of any query announce itself to :meth:`kill_an_executor`."""
@@ -470,13 +457,8 @@ class Driver:
         print("KILLED executor %s pid %d" % (executor_id, pids[executor_id]), flush=True)
 
     def wait_for_executors(self, n: int, timeout: float = 60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            ids = sorted(self.executor_pids(), key=int)
-            if len(ids) >= n:
-                return ids
-            time.sleep(0.5)
-        return sorted(self.executor_pids(), key=int)
+        pids = executors.wait_for_executors(executors.driver_pid(self.spark), n, timeout=timeout)
+        return sorted(pids, key=int)
 
     # -- the step
 
@@ -604,14 +586,14 @@ class Driver:
 
     def commit_log(self, op: Operator) -> list:
         """(newest offsets/N, newest commits/N) of the query's checkpoint, None where empty."""
-        from realfs import HadoopFiles
+        from support.realfs import HadoopFiles
         files = HadoopFiles(self.spark)
         newest = lambda d: max((int(n) for n in files.list(d) if n.isdigit()), default=None)  # noqa: E731
         return [newest(self.checkpoint(op) + "/offsets"), newest(self.checkpoint(op) + "/commits")]
 
     def checkpoint_facts(self, op: Operator) -> dict:
         """The provider recorded in the newest offset log entry; the storage marker."""
-        from realfs import HadoopFiles
+        from support.realfs import HadoopFiles
         files = HadoopFiles(self.spark)
         offsets = self.checkpoint(op) + "/offsets"
         latest = max((n for n in files.list(offsets) if n.isdigit()), key=int)
@@ -642,7 +624,3 @@ def main(argv):
     with open(argv[1]) as f:
         spec = json.load(f)
     Driver(spec).run()
-
-
-if __name__ == "__main__":
-    main(sys.argv)

@@ -1,5 +1,5 @@
 """The checkpoint storages on a remote file system (HDFS or S3), in one driver process:
-run as ``python remote_storage_checks.py <spec.json>`` by tests/test_real_filesystems.py,
+run as ``python support/remote_storage_checks.py <spec.json>`` by tests/test_real_filesystems.py,
 which asserts on the ``results.json`` written here (nothing here asserts).
 
 ``spec``: ``work`` (a local folder: inputs, results), ``root`` (the remote folder, e.g.
@@ -7,8 +7,8 @@ which asserts on the ``results.json`` written here (nothing here asserts).
 of the functions below, run in order). Each check records what the test needs: state read
 back, files found on the remote file system, error messages.
 
-Every query is the aggregation of tests/test_storages.py (its helpers are reused: input
-files are local, checkpoints remote); results are compared with its ``expected``.
+Every query is the aggregation of the storage tests (support/aggregation.py: input files are
+local, checkpoints remote); results are compared with its ``expected``.
 """
 import json
 import os
@@ -16,11 +16,11 @@ import sys
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TESTS)
 
-from realfs import HadoopFiles  # noqa: E402
-from test_storages import expected, run_aggregation, state_of  # noqa: E402
+from support.realfs import HadoopFiles  # noqa: E402
+from support.aggregation import expected, run_aggregation, state_of  # noqa: E402
 
 STORAGE = "spark.sql.streaming.checkpointStorage"
 PARTITIONS = 4

@@ -29,7 +29,8 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(TESTS)
 
 #: Environment variables that would hand credentials to the server or to S3A behind the
 #: test's back (SeaweedFS takes its identity from them when it has no config).
@@ -57,6 +58,26 @@ def jars(set_name: str) -> str:
 def jar_list(set_name: str) -> List[str]:
     folder = jars(set_name)
     return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".jar"))
+
+
+def spark_line() -> str:
+    import pyspark
+    return ".".join(pyspark.__version__.split(".")[:2])
+
+
+def kafka_connector_missing() -> Optional[str]:
+    """Why the running line has no set of Spark's Kafka connector (None when it has one)."""
+    line = spark_line()
+    if os.path.exists(os.path.join(ROOT, "dev", "realfs", "pom-kafka-spark%s.xml" % line)):
+        return None
+    return ("no Kafka connector for Spark %s: no dev/realfs/pom-kafka-spark%s.xml, as Maven "
+            "Central (as reached here) lacks part of that line's connector "
+            "(docs/development.md)" % (line, line))
+
+
+def kafka_connector_jars() -> List[str]:
+    """The jars of Spark's Kafka connector for the running line (fetched once, then cached)."""
+    return jar_list("kafka-spark" + spark_line())
 
 
 def pyspark_jars() -> str:
@@ -516,14 +537,26 @@ def start(scheme: str, work: str) -> RemoteFs:
 
 def run_kafka_driver(driver: str, folder, spec: Dict):
     """Runs the driver script ``driver`` (a template taking the JSON spec) in a process of its
-    own with ``spec``, this folder on its import path; its output stays in ``folder``."""
+    own with ``spec``, whose ``tests`` is tests/ for its import path; its output stays in
+    ``folder``."""
     from conftest import Subprocess
 
-    spec = dict(spec, tests=os.path.dirname(os.path.abspath(__file__)))
+    spec = dict(spec, tests=TESTS)
     result = Subprocess(folder).python(driver % json.dumps(spec), timeout=900, env={"TZ": "UTC"})
     (folder / "stdout.txt").write_text(result.stdout)
     (folder / "stderr.txt").write_text(result.stderr)
     return result
+
+
+def read_topic(spark, bootstrap: str, topic: str):
+    """Everything ``topic`` holds so far, as (partition, offset, key, value), the last two as
+    strings: what a Kafka driver reads back to compare with the batch computation."""
+    from pyspark.sql import functions as F
+    return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest").load()
+            .select("partition", "offset", F.col("key").cast("string").alias("key"),
+                    F.col("value").cast("string").alias("value")))
 
 
 def kafka_driver_session(spec: Dict, master: str, driver_memory: str,
