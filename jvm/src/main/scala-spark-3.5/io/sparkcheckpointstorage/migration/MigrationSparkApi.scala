@@ -6,17 +6,16 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
 
 /**
  * The Spark 3.5 members a migration uses: the session's conf and rows (3.5's `SparkSession`
  * is the classic one), state read without the state data source ([[ProviderStateRows]]) and
- * a target store written without `getStore(loadEmpty)` ([[OwnStoreWriter]]), both of which
+ * a target store written without `getStore(loadEmpty)` ([[OwnStoreWriting]]), both of which
  * came with 4.0 and 4.2.
  */
-object MigrationSparkApi {
+object MigrationSparkApi extends OwnStoreWriting {
   def sqlConf(spark: SparkSession): SQLConf = spark.sessionState.conf.clone()
 
   def hadoopConf(spark: SparkSession): Configuration = spark.sessionState.newHadoopConf()
@@ -27,21 +26,9 @@ object MigrationSparkApi {
   def readWithoutStateSource(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout,
       store: StoreLayout): Option[StoreRows] = Some(ProviderStateRows.read(spark, layout, op, store))
 
-  def checkWritable(targetProvider: String): Unit = OwnStoreWriter.checkWritable(targetProvider)
-
-  def writeSettings(targetProvider: String): Map[String, String] = OwnStoreWriter.writeSettings(targetProvider)
-
-  def openSink(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType,
-      numColsPrefixKey: Int, storeConf: StateStoreConf, hadoopConf: Configuration,
-      version: Long, targetProvider: String): RowSink =
-    OwnStoreWriter.openSink(storeId, keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf, version,
-        targetProvider) {
-      val provider = StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
-        keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf)
-      (provider, OwnStoreWriter.closingOnFailure(provider)(provider.getStore(0)))
-    }
-
-  /** Refused: Spark's state rewriter, the one writer of transformWithState's column families, came with 4.2. */
-  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
-      numPartitions: Int, hadoopConf: Configuration): Unit = throw TransformWithStateMigration.rescaleRefused(readFrom, "-")
+  protected def openRocksDbAtZero(target: TargetStore): (StateStoreProvider, StateStore) = {
+    val provider = StateStoreProvider.createAndInit(StateStoreProviderId(target.storeId, UUID.randomUUID()),
+      target.keySchema, target.valueSchema, target.numColsPrefixKey, target.storeConf, target.hadoopConf)
+    (provider, OwnStoreWriter.closingOnFailure(provider)(provider.getStore(0)))
+  }
 }

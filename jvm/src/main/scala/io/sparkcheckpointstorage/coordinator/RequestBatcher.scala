@@ -12,9 +12,9 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageSettings
  * together: while one message is on its way, the requests that arrive meanwhile wait and then
  * leave as one batch (group commit). With 32 tasks committing at once an executor sends a few
  * messages instead of 32, so the driver pays Spark's per-message cost (Netty, the plugin
- * envelope's Java serialization, dispatch, the reply) once per batch: W5 measured Netty's
- * share of the driver's CPU halved. A lone request leaves at once, as a plain message: no
- * timer, no added latency when idle.
+ * envelope's Java serialization, dispatch, the reply) once per batch: with many small
+ * commits that cost, not the bytes, is most of the driver's CPU (docs/benchmarks.md, W5). A
+ * lone request leaves at once, as a plain message: no timer, no added latency when idle.
  *
  * Requests whose reply may be a whole state file ([[GetInline]]) and requests larger than
  * `maxBatchBytes` are sent on their own, from the asking thread, so that no batch waits for

@@ -50,7 +50,6 @@ object CheckpointPaths {
   private val OperatorMetadataV2Rel = """^state/(\d+)/_metadata/v2/.*$""".r
   private val StateOperatorRel = """^state/(\d+)/.*$""".r
   private val StoreSchemaRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?_metadata/schema$""".r
-  private val LogEntryCrcRel = """^(offsets|commits)/\.(\d+)\.crc$""".r
 
   /** The query id recorded in `metadata` (its text). */
   def queryIdOf(metadata: String): Option[String] = QueryIdField.findFirstMatchIn(metadata).map(_.group(1))
@@ -175,13 +174,6 @@ object CheckpointPaths {
   /** The operator whose folder under `state/` holds `rel`. */
   def stateOperatorOf(rel: String): Option[Long] = rel match {
     case StateOperatorRel(op) => Some(op.toLong)
-    case _ => None
-  }
-
-  /** An offset or commit log entry, or its Hadoop sidecar: the batch it is of. */
-  def logEntryBatch(rel: String): Option[Long] = rel match {
-    case LogEntryRel(_, b) => Some(b.toLong)
-    case LogEntryCrcRel(_, b) => Some(b.toLong)
     case _ => None
   }
 }

@@ -39,17 +39,12 @@ object Migration {
   /**
    * Migrates the checkpoint at `source`, at batch `batchId` (-1: the last committed batch), to
    * a new checkpoint at `target` whose state is written by `to` (`heap`, `hdfs`, `rocksdb` or a
-   * provider class). Returns JSON: `path`, `batchId`, `sourceProvider`, `targetProvider`,
-   * `operators` (with rows per store), `rows`, `files`, `bytes`, `seconds`.
-   */
-  def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long): String =
-    migrate(spark, source, target, to, batchId, null, null)
-
-  /**
-   * As above; with `numPartitions` (null: unchanged) the state of every operator is
+   * provider class). With `numPartitions` (null: unchanged) the state of every operator is
    * redistributed over that many partitions ([[StatePartitioning]], [[StateRowsShuffle]]) and
    * the resumed query runs with them. `progressId` (null: none) names the migration for
-   * [[MigrationProgress.snapshot]] while it runs.
+   * [[MigrationProgress.snapshot]] while it runs. Returns JSON: `path`, `batchId`,
+   * `sourceProvider`, `targetProvider`, `operators` (with rows per store), `rows`, `files`,
+   * `bytes`, `seconds`.
    */
   def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long,
       numPartitions: java.lang.Integer, progressId: String): String = {

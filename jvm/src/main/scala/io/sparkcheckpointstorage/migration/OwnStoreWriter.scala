@@ -1,8 +1,8 @@
 package io.sparkcheckpointstorage.migration
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider}
 
 import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.provider.HeapStateStoreProvider
@@ -38,22 +38,16 @@ object OwnStoreWriter {
    * opened empty at `version`, or RocksDB's opened at 0 by `openRocksDbAtZero`, its
    * snapshot renamed on commit.
    */
-  def openSink(
-      storeId: StateStoreId,
-      keySchema: StructType,
-      valueSchema: StructType,
-      numColsPrefixKey: Int,
-      storeConf: StateStoreConf,
-      hadoopConf: Configuration,
-      version: Long,
-      targetProvider: String)(openRocksDbAtZero: => (StateStoreProvider, StateStore)): RowSink = {
-    if (targetProvider == TargetProvider.RocksDb) {
+  def openSink(target: TargetStore)(openRocksDbAtZero: => (StateStoreProvider, StateStore)): RowSink = {
+    if (target.provider == TargetProvider.RocksDb) {
       val (provider, store) = openRocksDbAtZero
-      return new RocksDbFirstVersionSink(provider, store, storeId.storeCheckpointLocation(), version + 1, hadoopConf)
+      return new RocksDbFirstVersionSink(provider, store, target.storeId.storeCheckpointLocation(),
+        target.version + 1, target.hadoopConf)
     }
     val provider = new HeapStateStoreProvider()
-    new ProviderSink(provider, closingOnFailure(provider)(provider.openEmptyForMigration(storeId, keySchema,
-      valueSchema, if (numColsPrefixKey > 0) Some(numColsPrefixKey) else None, storeConf, hadoopConf, version)))
+    new ProviderSink(provider, closingOnFailure(provider)(provider.openEmptyForMigration(target.storeId,
+      target.keySchema, target.valueSchema, target.prefixKeyColumns, target.storeConf, target.hadoopConf,
+      target.version)))
   }
 
   /** Closes `provider` when opening its store failed. */
@@ -63,4 +57,24 @@ object OwnStoreWriter {
         provider.close()
         throw e
     }
+}
+
+/**
+ * The migration members of a line before Spark 4.2, which writes its targets through
+ * [[OwnStoreWriter]]; the line's `MigrationSparkApi` only opens Spark's RocksDB provider at
+ * version 0, with that line's `createAndInit` and `getStore`.
+ */
+trait OwnStoreWriting {
+  /** Spark's RocksDB provider for `target`, its store opened at version 0. */
+  protected def openRocksDbAtZero(target: TargetStore): (StateStoreProvider, StateStore)
+
+  def checkWritable(targetProvider: String): Unit = OwnStoreWriter.checkWritable(targetProvider)
+
+  def writeSettings(targetProvider: String): Map[String, String] = OwnStoreWriter.writeSettings(targetProvider)
+
+  def openSink(target: TargetStore): RowSink = OwnStoreWriter.openSink(target)(openRocksDbAtZero(target))
+
+  /** Refused: Spark's state rewriter, the one writer of transformWithState's column families, came with 4.2. */
+  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
+      numPartitions: Int, hadoopConf: Configuration): Unit = throw TransformWithStateMigration.rescaleRefused(readFrom, "-")
 }

@@ -11,6 +11,23 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 /** Where the rows of one store partition go: the target provider's store, or a file in its format. */
+/**
+ * One store of a migration's target, as the task of its partition writes it: where, its
+ * schemas and prefix key columns, its settings, the version it opens at (commit writes
+ * `version + 1`) and the provider that writes it.
+ */
+final case class TargetStore(
+    storeId: StateStoreId,
+    keySchema: StructType,
+    valueSchema: StructType,
+    numColsPrefixKey: Int,
+    storeConf: StateStoreConf,
+    hadoopConf: Configuration,
+    version: Long,
+    provider: String) {
+  def prefixKeyColumns: Option[Int] = if (numColsPrefixKey > 0) Some(numColsPrefixKey) else None
+}
+
 private[migration] sealed trait RowSink {
   def put(key: UnsafeRow, value: UnsafeRow): Unit
   def commit(): Unit
@@ -125,8 +142,8 @@ object StateRowsWriter {
       val sink = if (targetProvider == TargetProvider.Hdfs) {
         new HdfsSink(new HdfsSnapshotFile(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
       } else {
-        MigrationSparkApi.openSink(storeId, keySchema, valueSchema, prefix, storeConf, hadoopConf.value,
-          batchId, targetProvider)
+        MigrationSparkApi.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
+          hadoopConf.value, batchId, targetProvider))
       }
       var n = 0L
       try {

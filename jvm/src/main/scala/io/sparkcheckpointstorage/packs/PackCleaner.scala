@@ -39,9 +39,6 @@ final class PackCleaner(hadoopConf: Configuration) {
     executor.execute(() => drain(root))
   }
 
-  /** Packs of `root` still waiting (for tests and for the checkpoint's deletion). */
-  def pending(root: String): Seq[Path] = queues.synchronized(queues.get(root).toSeq.flatten)
-
   /** Waits until every pass scheduled so far has run; true if it did within the timeout. */
   def awaitIdle(timeoutMs: Long): Boolean =
     try {

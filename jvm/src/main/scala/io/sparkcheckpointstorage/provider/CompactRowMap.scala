@@ -328,8 +328,8 @@ final class CompactRowMap(
   private def reserve(len: Int): Long = {
     if (lastPage == 0 || lastPageUsed + len > pages(lastPage).length) {
       // A page and its array header fill a power of two exactly: with G1's 1 MiB regions
-      // (heaps under 2 GiB) a full page is one humongous region with nothing left over,
-      // where a 1 MiB array plus its header took two regions and doubled the heap per key.
+      // (heaps under 2 GiB) a full page is one humongous region with nothing left over; a
+      // 1 MiB array plus its header would take two regions, doubling the heap per key.
       val size = math.max(len, nextPageSize - ArrayHeaderBytes)
       nextPageSize = math.min(nextPageSize * 2, MaxPageSize)
       lastPage += 1
@@ -392,7 +392,7 @@ object CompactRowMap {
    * Maps hash with different seeds unless told otherwise. A map filled in the iteration
    * order of a same-seed map with more slots (a state file replayed on load, a batch's
    * changes applied) receives its keys sorted by home slot, and linear probing then piles
-   * them into long clusters: loading 750k keys took 4-5 times longer than in random order.
+   * them into long clusters, which makes a load several times slower than in random order.
    * [[CompactRowMap#prepareFor]] is how a map shares a seed safely.
    */
   def randomSeed(): Int = java.util.concurrent.ThreadLocalRandom.current().nextInt()

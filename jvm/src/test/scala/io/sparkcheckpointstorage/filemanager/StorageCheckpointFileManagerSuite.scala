@@ -118,28 +118,27 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("2.heap-delta"))
   }
 
-  test("a corrupt pack fails the restore with an error naming the pack") {
+  /**
+   * Commits one inline state file as pack 1, rewrites the pack's bytes with `damage`, and
+   * restarts the driver: the error reading the file back.
+   */
+  private def readFromDamagedPack(damage: Array[Byte] => Array[Byte]): Exception = {
     val m = fm()
     write(m, "1.heap-delta", 50)
     commit(m, 0)
     val pack = new File(dir, "state-packs/1.pack")
-    val bytes = Files.readAllBytes(pack.toPath)
-    bytes(30) = (bytes(30) ^ 0x55).toByte
-    Files.write(pack.toPath, bytes)
+    Files.write(pack.toPath, damage(Files.readAllBytes(pack.toPath)))
     restartDriver()
-    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    intercept[Exception](read(fm(), "1.heap-delta"))
+  }
+
+  test("a corrupt pack fails the restore with an error naming the pack") {
+    val e = readFromDamagedPack { bytes => bytes(30) = (bytes(30) ^ 0x55).toByte; bytes }
     assert(e.getMessage.contains("1.pack"), e.getMessage)
   }
 
   test("a truncated pack fails with an error naming the pack") {
-    val m = fm()
-    write(m, "1.heap-delta", 50)
-    commit(m, 0)
-    val pack = new File(dir, "state-packs/1.pack")
-    val bytes = Files.readAllBytes(pack.toPath)
-    Files.write(pack.toPath, bytes.take(bytes.length - 3))
-    restartDriver()
-    val e = intercept[Exception](read(fm(), "1.heap-delta"))
+    val e = readFromDamagedPack(bytes => bytes.take(bytes.length - 3))
     assert(e.getMessage.contains("1.pack") && e.getMessage.contains("truncated"), e.getMessage)
   }
 

@@ -45,8 +45,6 @@ class CheckpointPathsSuite extends AnyFunSuite {
     assert(CheckpointPaths.stateOperatorOf("state/1/4/2.delta") == Some(1L))
     assert(CheckpointPaths.stateOperatorOf("state-packs/1.pack").isEmpty)
     assert(CheckpointPaths.stateOperatorOf("offsets/1").isEmpty)
-    assert(CheckpointPaths.logEntryBatch(CheckpointPaths.offsetEntry(5)) == Some(5L))
-    assert(CheckpointPaths.logEntryBatch(CheckpointPaths.commitEntry(6)) == Some(6L))
   }
 
   test("state schema files: operator, partition and store, the default store without a folder") {

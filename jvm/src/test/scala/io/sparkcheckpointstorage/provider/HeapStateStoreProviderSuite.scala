@@ -176,11 +176,16 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(used(Some(1), "prefixed") == plain + index.memoryBytes + new PrefixIndex(keySchema, 1).memoryBytes)
   }
 
-  test("a truncated delta fails the load with an error naming the file") {
+  /** Commits version 1 (1000 keys) and closes the provider: the delta file that holds it. */
+  private def committedDelta(): File = {
     val p = newProvider()
     commitVersion(p, 0, (0 until 1000).map(i => ("key", i) -> i.toLong))
     p.close()
-    val f = new File(storeDir, "1.heap-delta")
+    new File(storeDir, "1.heap-delta")
+  }
+
+  test("a truncated delta fails the load with an error naming the file") {
+    val f = committedDelta()
     val bytes = Files.readAllBytes(f.toPath)
     Files.write(f.toPath, bytes.take(bytes.length / 2))
     val e = intercept[CorruptStateFileException](newProvider().getStore(1))
@@ -189,10 +194,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   test("a corrupt delta fails the load with an error naming the file") {
-    val p = newProvider()
-    commitVersion(p, 0, (0 until 1000).map(i => ("key", i) -> i.toLong))
-    p.close()
-    val f = new File(storeDir, "1.heap-delta")
+    val f = committedDelta()
     val bytes = Files.readAllBytes(f.toPath)
     // One flipped byte anywhere after the header: in the records, the trailer or the
     // codec's end mark.
