@@ -18,7 +18,6 @@ this script rebuilds the plugin jar and the running Spark line's tests jar when 
 are newer, and ships the tests jar to the executors with ``spark.jars``.
 """
 import argparse
-import glob
 import json
 import os
 import subprocess
@@ -26,41 +25,10 @@ import sys
 import tempfile
 import time
 
+import jvm_jars
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = {"putsPerSecond": 20000, "mbPerSecond": 200, "p99Ms": 5.0, "commitMs": 50.0}
-
-
-def newest_source() -> float:
-    return max(os.path.getmtime(os.path.join(d, f))
-               for d, _, files in os.walk(os.path.join(ROOT, "jvm")) for f in files)
-
-
-def tests_jar() -> str:
-    """
-    The running Spark line's tests jar, holding CoordinatorLoad. When the JVM sources are
-    newer, the plugin jar (``dev/build-jar --spark LINE``, installed with the Python package)
-    and the tests jar are rebuilt, so that both sides of the RPC run the sources measured.
-    """
-    import spark_checkpoint_storage
-    from spark_checkpoint_storage.bundled_jar import artifact_id, running_spark_line
-
-    line, scala = running_spark_line()
-    project = "spark" + line.replace(".", "") + ("_213" if (line, scala) == ("3.5", "2.13") else "")
-    pattern = os.path.join(ROOT, "target/spark-%s_%s/scala-%s/%s-*-tests.jar" % (line, scala, scala, artifact_id(line, scala)))
-    jars = glob.glob(pattern)
-    installed = os.path.join(os.path.dirname(os.path.abspath(spark_checkpoint_storage.__file__)), "jars")
-    plugin = glob.glob(os.path.join(installed, "%s-*.jar" % artifact_id(line, scala)))
-    if not jars or not plugin or min(os.path.getmtime(j) for j in jars + plugin) < newest_source():
-        print("[W5] building the plugin and tests jars of Spark %s" % line, file=sys.stderr, flush=True)
-        subprocess.run([os.path.join(ROOT, "dev/build-jar"), "--spark", line], cwd=ROOT, check=True)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                        "--force-reinstall", "."], cwd=ROOT, check=True)
-        subprocess.run(["rm", "-rf", "build"] + glob.glob(os.path.join(ROOT, "python/*.egg-info")), cwd=ROOT)
-        subprocess.run([os.path.join(ROOT, "dev/sbt"), "-warn", "%s/Test/package" % project], cwd=ROOT, check=True)
-        jars = glob.glob(pattern)
-    if not jars:
-        sys.exit("[W5] no tests jar matches %s after building it" % pattern)
-    return jars[0]
 
 
 BATCH_SETTING = "spark.sql.streaming.checkpointStorage.executor.maxRequestBatchSize"
@@ -75,7 +43,7 @@ def session(executors: int, batch: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config(BATCH_SETTING, batch))
     builder = configure_spark_with_checkpoint_storage(builder)
-    jars = builder._options["spark.jars"] + "," + tests_jar()
+    jars = builder._options["spark.jars"] + "," + jvm_jars.tests_jar("W5")
     spark = builder.config("spark.jars", jars).getOrCreate()
     sc = spark.sparkContext
     # Every executor JVM registered before the clock starts.

@@ -240,19 +240,10 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
                 t, m = _table(header, rows)
                 text += t
                 md += ["", "Ratios against hdfs:", ""] + m
+        t, m = _floor_table(sh, summary["shapes"][lab])
+        text += t
+        md += m
         for ref in sh.references:
-            best, who = sh.best("ms")
-            x = _ratio(sh.stats[ref]["ms"], best)
-            if x is None:
-                continue
-            line = ("%s: %s per batch without any state store, %s of the best built-in (%s): about the "
-                    "lowest batch ratio a provider can reach (its foreachBatch adds a Python call and a "
-                    "job per batch, so a fast provider may come out a little below)"
-                    % (ref, _s(sh.stats[ref]["ms"]), _x(x), who))
-            summary["shapes"][lab].setdefault("floor", {})[ref] = {"ms": sh.stats[ref]["ms"], "ratio": x,
-                                                                   "against": who}
-            text += ["", line]
-            md += ["", "_" + line + "_"]
             if w["preload"]:
                 # A restart's first batch has fixed costs no state store removes (a new
                 # driver: class loading, JIT, code generation): about the floor of restart ratios.
@@ -262,10 +253,10 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
                     rx = _ratio(sh.stats[ref][field], rb)
                     if rx is None:
                         continue
-                    line = ("%s: %s %s without any state store, %s of the best RocksDB (%s)"
+                    line = ("%s: %s %s, %s of the best RocksDB (%s)"
                             % (ref, what, _s(sh.stats[ref][field]), _x(rx), rwho))
-                    summary["shapes"][lab]["floor"][ref][field] = {"ms": sh.stats[ref][field], "ratio": rx,
-                                                                   "against": rwho}
+                    summary["shapes"][lab].setdefault("floor", {}).setdefault(ref, {})[field] = {
+                        "ms": sh.stats[ref][field], "ratio": rx, "against": rwho}
                     text += [line]
                     md += ["", "_" + line + "_"]
 
@@ -276,6 +267,43 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
             sh.w["quick"] or sh.w["custom"] for sh in shapes.values()) else "")] + lines
         md += ["", "Targets:", ""] + ["- " + l.strip() for l in lines]
     return "\n".join(text).lstrip("\n"), "\n".join(md).lstrip("\n") + "\n", summary
+
+
+def _floor_table(sh: "Shape", out: Dict) -> Tuple[List[str], List[str]]:
+    """Each variant's batch against the three references of the run: the best built-in, the
+    stateful floor (a provider that writes nothing) and the query without state; and its cost
+    per state task above the stateful floor, in ms (the batch's difference over the
+    partitions: what a provider's own state handling costs a task)."""
+    # Results of runs before the stateful floor name their one reference True: no state.
+    floors = {(sh.ok[n]["reference"] if isinstance(sh.ok[n]["reference"], str) else "stateless"): n
+              for n in sh.references}
+    stateful, stateless = floors.get("stateful"), floors.get("stateless")
+    if not stateful and not stateless:
+        return [], []
+    best, who = sh.best("ms")
+    parts = sh.w["partitions"]
+    header = ["variant", "batch", "/ best built-in", "/ stateful floor", "/ no state",
+              "ms per task above the stateful floor"]
+    rows = []
+    out["floor"] = {}
+    for name in sh.stats:
+        if name == stateless:
+            continue
+        ms = sh.stats[name]["ms"]
+        above = (ms - sh.stats[stateful]["ms"]) / parts if stateful and ms is not None else None
+        ratios = {"best_builtin": _ratio(ms, best),
+                  "stateful_floor": _ratio(ms, sh.stats[stateful]["ms"]) if stateful else None,
+                  "no_state": _ratio(ms, sh.stats[stateless]["ms"]) if stateless else None,
+                  "ms_per_task_above_stateful_floor": above}
+        out["floor"][name] = ratios
+        rows.append([name, _s(ms), _x(ratios["best_builtin"]), _x(ratios["stateful_floor"]),
+                     _x(ratios["no_state"]), "-" if name == stateful or above is None else "%+.2f" % above])
+    t, m = _table(header, rows)
+    note = ("references of this run: %s; best built-in %s; %d state partitions"
+            % (", ".join("%s %s (%s)" % (kind, n, _s(sh.stats[n]["ms"])) for kind, n in sorted(floors.items())),
+               who or "-", parts))
+    return (["", "against the floors (batch means; < 1 is faster):"] + t + [note],
+            ["", "Against the floors (batch means; < 1 is faster):", ""] + m + ["", "_" + note + "_"])
 
 
 def _remote_table(sh: "Shape") -> Tuple[List[str], List[str]]:
@@ -341,8 +369,8 @@ def _targets(name: str, shapes: Dict[str, "Shape"]) -> Tuple[List[str], List[Dic
             verdict, shown = "-", "(%s)" % why_missing
         else:
             verdict = "PASS" if value <= limit else "MISS"
-            shown = ("%.2fx" % value) if unit == "x" else ("%.0f" % value)
-        lim = ("<= %.2fx" % limit) if unit == "x" else ("<= %.0f" % limit)
+            shown = {"x": "%.2fx", "ms": "%.2f ms"}.get(unit, "%.0f") % value
+        lim = "<= " + {"x": "%.2fx", "ms": "%.2f ms"}.get(unit, "%.0f") % limit
         lines.append("  %-4s %-18s %-62s %-12s target %s" % (verdict, variant, what, shown, lim))
         checks.append({"variant": variant, "target": what, "value": value, "limit": limit, "verdict": verdict})
 
@@ -378,6 +406,15 @@ def _targets(name: str, shapes: Dict[str, "Shape"]) -> Tuple[List[str], List[Dic
                 check(v, "%s time / best built-in (%s)" % (title, who) if f != "files"
                       else "state files per batch / best built-in (%s)" % who,
                       _ratio(s[f], best), lim, why_missing="no built-in measured")
+            # Against the stateful floor of the same run (a provider that writes nothing).
+            floor = next((n for n in sh.references if sh.ok[n]["reference"] == "stateful"), None)
+            if floor is not None:
+                check(v, "batch time / stateful floor", _ratio(s["ms"], sh.stats[floor]["ms"]), 1.1)
+                if name == "W1":
+                    above = (s["ms"] - sh.stats[floor]["ms"]) / sh.w["partitions"] if s["ms"] is not None else None
+                    check(v, "ms per task above the stateful floor", above, 0.5, unit="ms")
+            if name == "W2" and "hdfs" in sh.stats:
+                check(v, "commit time / HDFSBacked", _ratio(s["commit_ms"], sh.stats["hdfs"]["commit_ms"]), 0.2)
         else:
             by_k = {sh.w["keys"]: sh for sh in shapes.values()}
             ks = sorted(by_k)

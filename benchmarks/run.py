@@ -134,7 +134,8 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
                    "run_dir": run_dir, "extra_conf": extra_conf, "remote": remote,
                    "heap_warmup": not args.no_heap_warmup}, f, indent=1)
     result: Dict = {"variant": name, "label": variant["label"], "builtin": variant["builtin"],
-                    "reference": bool(variant.get("reference")),
+                    # "stateful" (the floor provider), "stateless" (no state store), or False
+                    "reference": variant.get("reference") or False,
                     "conf": variant["conf"], "workload": w.as_dict(), "status": "ok", "batches": [],
                     "log": log_file, "load_before": _load()}
     started = time.time()

@@ -24,6 +24,8 @@ ROCKSDB = jvm_names.ROCKSDB_PROVIDER_CLASS
 HEAP = jvm_names.HEAP_PROVIDER_CLASS
 SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
 OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
+#: the benchmarks' stateful floor, in the test sources (jvm/src/test/.../FloorStateStoreProvider.scala)
+FLOOR_PROVIDER = jvm_names.JVM_PACKAGE + ".provider.FloorStateStoreProvider"
 
 PROVIDER = jvm_names.PROVIDER_CLASS_CONF
 FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
@@ -63,19 +65,27 @@ VARIANTS: Dict[str, Dict] = {
                        "builtin": False,
                        "conf": {PROVIDER: ROCKSDB, CHANGELOG: "true", FILE_MANAGER: OUR_FILE_MANAGER,
                                 STORAGE: "driver", STORAGE + ".checkpointPath": "{checkpoint}"}},
-    # Not a provider: the same batches aggregated without any state (foreachBatch), so what
-    # Spark itself spends per batch (reading, shuffling, aggregating) - the floor no state
-    # store can go below. Shown next to the ratios, never compared as ours or built-in.
-    "no-state": {"label": "No state store (reference: Spark's own work per batch)", "builtin": False,
-                 "reference": True, "query": "stateless",
+    # The stateful floor: the same query on a provider that keeps each partition's state in a
+    # plain in-memory map and writes nothing (FloorStateStoreProvider, from the tests jar; never
+    # shipped). Spark's own stateful machinery runs as for any provider: a provider's batch
+    # above this one's is what its own state handling costs.
+    "floor": {"label": "Stateful floor (in-memory map, writes nothing; reference)", "builtin": False,
+              "reference": "stateful", "tests_jar": True,
+              "conf": {PROVIDER: FLOOR_PROVIDER, FILE_MANAGER: SPARK_FILE_MANAGER}},
+    # Not a provider: the same source, shuffle (by key, into the same partitions) and sink with
+    # no state and no aggregation: what Spark spends per batch without any stateful operator.
+    "no-state": {"label": "No state (same source, shuffle and sink; reference)", "builtin": False,
+                 "reference": "stateless", "query": "stateless",
                  # As in the stateful query, where Spark turns adaptive execution off.
                  "conf": {PROVIDER: HDFS, FILE_MANAGER: SPARK_FILE_MANAGER,
                           "spark.sql.adaptive.enabled": "false"}},
 }
 
-DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver", "no-state"]
+DEFAULT = ["hdfs", "rocksdb", "rocksdb-changelog", "heap", "heap-fs", "heap-driver", "floor", "no-state"]
 #: W4 (checkpoint on S3): the built-ins on Spark's own file manager, and our two storages.
-DEFAULT_BY_WORKLOAD = {"W4": ["hdfs", "rocksdb", "rocksdb-changelog", "heap-fs", "heap-driver"]}
+#: W3 restarts its queries, which the stateful floor (state in one JVM's heap only) cannot.
+DEFAULT_BY_WORKLOAD = {"W4": ["hdfs", "rocksdb", "rocksdb-changelog", "heap-fs", "heap-driver"],
+                       "W3": [v for v in DEFAULT if v != "floor"]}
 
 
 def parse_confs(text: str) -> Dict[str, str]:
