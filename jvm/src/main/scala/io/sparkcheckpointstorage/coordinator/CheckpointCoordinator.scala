@@ -9,6 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
+import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, PackedBatch}
 import io.sparkcheckpointstorage.packs.{PackCleaner, PackFiles}
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
@@ -42,8 +43,27 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
 
   def heldInlineBytes: Long = held.current
 
+  /** The bound on [[heldInlineBytes]] (`driver.maxTotalInlineSize`). */
+  def maxTotalInlineBytes: Long = maxHeldBytes
+
+  private val requestCount = new java.util.concurrent.atomic.AtomicLong()
+  private val refusalCount = new java.util.concurrent.atomic.AtomicLong()
+
+  /** Requests answered so far (the RPC's and the driver's own file managers'). */
+  def requestsHandled: Long = requestCount.get
+  /** Requests and messages refused so far (a limit, a malformed message, any failure reply). */
+  def refusals: Long = refusalCount.get
+  private[coordinator] def noteRefusal(): Unit = refusalCount.incrementAndGet()
+
   /** Answers one request; every failure becomes a [[Failed]] reply of its kind, never a throw. */
-  def handle(request: CoordinatorRequest): CoordinatorReply =
+  def handle(request: CoordinatorRequest): CoordinatorReply = {
+    requestCount.incrementAndGet()
+    val reply = answer(request)
+    if (reply.isInstanceOf[Failed]) refusalCount.incrementAndGet()
+    reply
+  }
+
+  private def answer(request: CoordinatorRequest): CoordinatorReply =
     try {
       request match {
         case p: PutInline => put(p)
@@ -66,7 +86,12 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         new RootState(p.root, p.persistent, p.keepInHeap || !p.persistent, p.storage)))
       // A root released meanwhile (its query stopped) is looked up again.
       state.put(p.relPath, p.bytes, held.tryReserve).foreach { accepted =>
-        reply = if (accepted) Done else Failed(FailureKind.StateSizeLimit, limitMessage(p))
+        reply = if (accepted) Done else {
+          val message = limitMessage(p)
+          CheckpointMonitor.driverInstance.foreach(_.commitFailed(p.root,
+            CheckpointMonitor.versionOf(p.relPath).map(_ - 1).getOrElse(-1L), "StateSizeLimit", message))
+          Failed(FailureKind.StateSizeLimit, message)
+        }
       }
     }
     reply
@@ -84,12 +109,13 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * files received since the last pack go into a new pack. Called by the driver's file
    * manager when Spark creates `commits/<batchId>`, on the query's thread; returns once the
    * pack is on the file system. Requests keep being served while the pack is written.
+   * Returns what the pack holds (for the checkpoints tab), None when no pack was written.
    */
-  def beforeCommit(root: String, batchId: Long): Unit = {
+  def beforeCommit(root: String, batchId: Long): Option[PackedBatch] = {
     committedRoots.putIfAbsent(root, "")
     val s = roots.get(root)
-    if (s == null) return
-    s.loaded.foreach { state =>
+    if (s == null) return None
+    s.loaded.flatMap { state =>
       // Commits of one root are serialized (pack numbers follow each other); other roots'
       // commits and every request go on meanwhile.
       state.commitLock.synchronized {
@@ -98,18 +124,20 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
           state.markerWritten = true
         }
         if (state.persistent) writePack(state, batchId)
+        else Some(PackedBatch(state.takePending().puts.map(p => p.relPath -> p.bytes.length.toLong), ""))
       }
     }
   }
 
-  private def writePack(state: RootState, batchId: Long): Unit = {
+  private def writePack(state: RootState, batchId: Long): Option[PackedBatch] = {
     val pending = state.takePending()
-    if (pending.isEmpty) return
-    try {
+    if (pending.isEmpty) return None
+    val packed = try {
       val seq = state.lastPackSeq.getOrElse((PackFiles.sequences(state.root, hadoopConf) :+ 0L).max) + 1
       val (path, index) = PackFiles.write(state.root, seq, batchId, state.queryId(hadoopConf),
         pending.puts.map(p => p.relPath -> p.bytes), pending.deletes, hadoopConf)
       held.release(state.packed(seq, path, index, pending))
+      PackedBatch(pending.puts.map(p => p.relPath -> p.bytes.length.toLong), path.getName)
     } catch {
       case NonFatal(e) =>
         state.unpacked(pending)
@@ -117,6 +145,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     }
     val obsolete = state.takeObsoletePacks()
     if (obsolete.nonEmpty) cleaner.schedule(state.root, obsolete)
+    Some(packed)
   }
 
   /** Forgets a stopped query's inline state (it stays in its packs when persistent). */

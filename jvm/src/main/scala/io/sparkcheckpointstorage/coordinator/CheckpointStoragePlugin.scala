@@ -5,6 +5,7 @@ import java.util.{Collections, Map => JMap}
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 
+import io.sparkcheckpointstorage.monitoring.{CheckpointMetrics, CheckpointMonitor, CheckpointsStatusListener}
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -23,6 +24,8 @@ class CheckpointStoragePlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new DriverPlugin {
     private var coordinator: CheckpointCoordinator = _
     private var endpoint: CoordinatorEndpoint = _
+    private var monitor: CheckpointMonitor = _
+    private var metrics: CheckpointMetrics = _
 
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
       // A jar of another Spark line would fail at the first stateful batch with an
@@ -37,13 +40,32 @@ class CheckpointStoragePlugin extends SparkPlugin {
       coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
       endpoint = new CoordinatorEndpoint(coordinator)
       CheckpointCoordinator.driverInstance = Some(coordinator)
+      // The checkpoints tab and metrics: facts gathered off the batches' path by the monitor,
+      // posted on the listener bus (so into the event log), kept by the tab's listener.
+      monitor = new CheckpointMonitor(e => org.apache.spark.checkpointstorage.ui.CheckpointsUi.post(sc, e),
+        sc.hadoopConfiguration, sc.getConf.getAll.toMap, () => coordinator.heldInlineBytes, maxHeld)
+      CheckpointMonitor.driverInstance = Some(monitor)
+      metrics = new CheckpointMetrics(ctx.metricRegistry())
+      org.apache.spark.checkpointstorage.ui.CheckpointsUi.attach(sc, store =>
+        new CheckpointsStatusListener(store, CheckpointsStatusListener.historySize(sc.getConf),
+          onUpdate = metrics.update, onRemove = metrics.remove))
       Collections.emptyMap()
+    }
+
+    override def registerMetrics(appId: String, ctx: PluginContext): Unit = {
+      metrics.gauge("driver.inlineBytesHeld")(coordinator.heldInlineBytes)
+      metrics.gauge("driver.maxTotalInlineSize")(coordinator.maxTotalInlineBytes)
+      metrics.gauge("coordinator.messages")(endpoint.messages)
+      metrics.gauge("coordinator.requests")(coordinator.requestsHandled)
+      metrics.gauge("coordinator.refusals")(coordinator.refusals)
     }
 
     override def receive(message: AnyRef): AnyRef = endpoint.receive(message)
 
     override def shutdown(): Unit = {
       if (CheckpointCoordinator.driverInstance.contains(coordinator)) CheckpointCoordinator.driverInstance = None
+      if (CheckpointMonitor.driverInstance.contains(monitor)) CheckpointMonitor.driverInstance = None
+      if (monitor != null) monitor.stop()
     }
   }
 

@@ -14,7 +14,13 @@ import scala.util.control.NonFatal
 final class CoordinatorEndpoint(coordinator: CheckpointCoordinator,
     maxMessageBytes: Int = MessageCodec.MaxMessageBytes) {
 
+  private val messageCount = new java.util.concurrent.atomic.AtomicLong()
+
+  /** Messages received so far (a batch of requests is one message). */
+  def messages: Long = messageCount.get
+
   def receive(message: AnyRef): AnyRef = {
+    messageCount.incrementAndGet()
     val reply = try {
       message match {
         case bytes: Array[Byte] if MessageCodec.isBatch(bytes) =>
@@ -25,7 +31,9 @@ final class CoordinatorEndpoint(coordinator: CheckpointCoordinator,
           s"message of type ${Option(other).map(_.getClass.getName).orNull}: requests are byte arrays.")
       }
     } catch {
-      case NonFatal(e) => CoordinatorFailures.toReply(e)
+      case NonFatal(e) =>
+        coordinator.noteRefusal()
+        CoordinatorFailures.toReply(e)
     }
     MessageCodec.encode(reply)
   }

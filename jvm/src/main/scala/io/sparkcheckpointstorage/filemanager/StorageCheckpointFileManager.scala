@@ -15,6 +15,7 @@ import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDat
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
   IllegalCheckpointStorageArgumentException}
 
@@ -58,10 +59,21 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
       case _ =>
-        CheckpointPaths.commit(qualified(p)).foreach { case (root, batch) =>
-          CheckpointCoordinator.driverInstance.foreach(_.beforeCommit(root, batch))
+        CheckpointPaths.commit(qualified(p)) match {
+          case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
+            val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
+              case e: Exception =>
+                CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, "Pack", String.valueOf(e.getMessage)))
+                throw e
+            }
+            val out = CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
+            CheckpointMonitor.driverInstance match {
+              // The tab learns of the batch once commits/<batch> is closed, i.e. written.
+              case Some(monitor) => new CommitLogEntryStream(out, () => monitor.batchCommitting(root, batch, packed))
+              case None => out
+            }
+          case _ => CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
         }
-        CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
     }
 
   override def open(p: Path): FSDataInputStream = {
@@ -92,6 +104,13 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
       }
     }
     val inlineNames = inline.map(_.getPath.getName).toSet
+    // The first listing of the logs after a start tells the batch the query restores from:
+    // the commit log's last entry; none when the offset log is empty or absent (a new query,
+    // whose commit log Spark does not list before its first batch; see exists).
+    CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
+      if (dir.getName == CheckpointPaths.Commits) CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, real))
+      else if (real.isEmpty) CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, real))
+    }
     real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
   }
 
@@ -104,7 +123,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     val inline = CheckpointPaths.splitState(qualified(p)).exists { case (root, rel) =>
       CoordinatorClient.ask(ExistsInline(root, rel)) == IsInline
     }
-    inline || fs.exists(p)
+    val found = inline || fs.exists(p)
+    // Spark looks for the offset log of a query first: none means a new query (nothing restored).
+    if (!found && p.getName == CheckpointPaths.Offsets) CheckpointPaths.logDirRoot(qualified(p)).foreach { root =>
+      CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, Array.empty))
+    }
+    found
   }
 
   override def delete(p: Path): Unit = {
@@ -137,11 +161,27 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         "Python helper configure_spark_with_checkpoint_storage sets it), or unset " +
         s"${SparkSettingKeys.FileManagerClass} to use Spark's own file manager.")
     }
-    cachedStorage = CheckpointStorageSettings.validateForQuery(
-      hadoopConf.iterator().asScala.map(e => e.getKey -> e.getValue).toSeq, root)
+    val settings = hadoopConf.iterator().asScala.map(e => e.getKey -> e.getValue).toSeq
+    cachedStorage = CheckpointStorageSettings.validateForQuery(settings, root)
     cachedRoot = root
+    CheckpointMonitor.driverInstance.foreach(_.queryStarting(root, settings, cachedStorage.toString))
     mkdirs(path)
     path
+  }
+}
+
+/** A commit log entry's stream that runs `written` once the entry is closed (not on cancel). */
+private final class CommitLogEntryStream(inner: CancellableFSDataOutputStream, written: () => Unit)
+  extends CancellableFSDataOutputStream(inner) {
+  private var done = false
+  override def cancel(): Unit = if (!done) {
+    done = true
+    inner.cancel()
+  }
+  override def close(): Unit = if (!done) {
+    super.close()
+    done = true
+    written()
   }
 }
 

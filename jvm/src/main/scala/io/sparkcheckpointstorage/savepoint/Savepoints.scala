@@ -100,6 +100,8 @@ object Savepoints {
     val out = targetFs.create(new Path(targetPath, ManifestFile), false)
     try out.write(json.getBytes(StandardCharsets.UTF_8)) finally out.close()
     manifest.put("path", targetStr)
+    io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
+      .foreach(_.savepointTaken(sourceRoot, queryId.getOrElse(""), batch, targetStr))
     new ObjectMapper().writeValueAsString(manifest)
   }
 

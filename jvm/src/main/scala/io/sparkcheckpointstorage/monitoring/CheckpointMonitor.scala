@@ -1,0 +1,269 @@
+package io.sparkcheckpointstorage.monitoring
+
+import java.io.FileNotFoundException
+import java.nio.charset.StandardCharsets
+import java.util.concurrent.{ArrayBlockingQueue, ConcurrentHashMap, ThreadPoolExecutor, TimeUnit}
+import java.util.concurrent.atomic.AtomicLong
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.scheduler.SparkListenerEvent
+import org.slf4j.LoggerFactory
+
+import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.inspection.CheckpointReader
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
+
+/**
+ * The inline state files a batch's commit took (relative path -> bytes), and the name of the
+ * pack it wrote them to under `state-packs/` ("" when its state is not persistent).
+ */
+final case class PackedBatch(files: Seq[(String, Long)], packName: String)
+
+/**
+ * Collects the checkpoints tab's facts on the driver and posts them on Spark's listener bus.
+ *
+ * The query's thread only hands over what it already knows (a few references, no I/O); the
+ * monitor's own thread does the rest (the query id from the checkpoint's metadata, the state
+ * files of its own that a batch wrote, the times of its log entries) and posts the event.
+ * Its queue is bounded: when a very slow file system lets it fill, facts are dropped and
+ * counted ([[dropped]]), never waited for.
+ *
+ * @param post posts an event on Spark's listener bus
+ */
+final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Configuration,
+    sparkConf: Map[String, String], heldInlineBytes: () => Long, maxTotalInlineSize: Long,
+    queueSize: Int = 10000) {
+  import CheckpointMonitor._
+
+  private val executor = {
+    val e = new ThreadPoolExecutor(1, 1, 60L, TimeUnit.SECONDS, new ArrayBlockingQueue[Runnable](queueSize),
+      (r: Runnable) => { val t = new Thread(r, "checkpoint-storage-monitor"); t.setDaemon(true); t },
+      new ThreadPoolExecutor.DiscardPolicy {
+        override def rejectedExecution(r: Runnable, e: ThreadPoolExecutor): Unit = dropped.incrementAndGet()
+      })
+    e.allowCoreThreadTimeOut(true)
+    e
+  }
+  /** Facts dropped because the monitor's queue was full. */
+  val dropped = new AtomicLong()
+  /** Roots whose query is starting: settings captured, waiting for the commit log's first listing. */
+  private val starting = new ConcurrentHashMap[String, Starting]()
+  /** Started roots whose query id was not yet on disk: posted with their first batch. */
+  private val deferred = new ConcurrentHashMap[String, (Starting, Option[(Long, Long)])]()
+  /** Checkpoint root -> query id (its metadata), read once per root by the monitor's thread. */
+  private val queryIds = new ConcurrentHashMap[String, String]()
+  private lazy val mapper = new ObjectMapper()
+
+  private def submit(body: => Unit): Unit = executor.execute(() =>
+    try body catch { case NonFatal(e) => log.debug(s"Checkpoint monitoring skipped a fact: $e") })
+
+  /** A query on `root` is starting with these Hadoop (session) settings; `sparkConf` tells their origin. */
+  def queryStarting(root: String, sessionSettings: Iterable[(String, String)], storage: String): Unit =
+    starting.put(root, Starting(settingsOf(sessionSettings, sparkConf), sessionSettings.collectFirst {
+      case (SparkSettingKeys.ProviderClass, v) => v
+    }.getOrElse(DefaultProvider), sessionSettings.collectFirst {
+      case (ShufflePartitions, v) => v
+    }.flatMap(v => scala.util.Try(v.toInt).toOption).getOrElse(200), storage, System.currentTimeMillis()))
+
+  /**
+   * Spark listed `root`'s commit log (`listing`): the first time after the query started, the
+   * last entry is the batch it restores from.
+   */
+  def commitLogListed(root: String, listing: Array[FileStatus]): Unit = {
+    val s = starting.remove(root)
+    if (s == null) return
+    val last = listing.flatMap(f => scala.util.Try(f.getPath.getName.toLong).toOption.map(_ -> f.getModificationTime))
+      .sortBy(_._1).lastOption
+    submit(postStarted(root, s, last))
+  }
+
+  /**
+   * The first batch `batchId` of a query whose start no log listing told (Spark lists a new
+   * query's logs lazily): batches follow each other, so it restored from `batchId - 1`.
+   */
+  private def firstBatch(root: String, batchId: Long): Unit = {
+    // After the start's own task (the queue is FIFO): a start deferred there is posted now.
+    submit {
+      val d = deferred.remove(root)
+      if (d != null) postStarted(root, d._1, d._2)
+    }
+    val s = starting.remove(root)
+    if (s == null) return
+    submit {
+      val previous = if (batchId <= 0) None else {
+        val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+        try Some(batchId - 1 -> fs.getFileStatus(new Path(root, CheckpointPaths.commitEntry(batchId - 1))).getModificationTime)
+        catch { case _: FileNotFoundException => None }
+      }
+      postStarted(root, s, previous)
+    }
+  }
+
+  private def postStarted(root: String, s: Starting, last: Option[(Long, Long)]): Unit = {
+    queryIds.remove(root)
+    val queryId = queryIdOf(root)
+    // Spark lists a new query's offset log before it writes its metadata: the first batch,
+    // which comes after, posts the start.
+    if (queryId.isEmpty) { deferred.put(root, (s, last)); return }
+    // A restored query runs with the provider and partitions its offset log records.
+    val recorded = last.flatMap { case (b, _) => recordedConf(root, b) }.getOrElse(Map.empty)
+    post(CheckpointQueryStarted(queryId, root, s.storage,
+      recorded.getOrElse(SparkSettingKeys.ProviderClass, s.provider),
+      recorded.get(ShufflePartitions).flatMap(v => scala.util.Try(v.toInt).toOption).getOrElse(s.partitions),
+      last.map(_._1).getOrElse(-1L), last.map(_._2).getOrElse(-1L), s.atMs, s.settings))
+  }
+
+  /** Batch `batchId` of `root` is committing; `packed` is what its pack holds (None: no pack). */
+  def batchCommitting(root: String, batchId: Long, packed: Option[PackedBatch]): Unit = {
+    firstBatch(root, batchId)
+    val atMs = System.currentTimeMillis()
+    val held = heldInlineBytes()
+    submit {
+      val queryId = queryIdOf(root)
+      val version = batchId + 1
+      val inline = packed.map(_.files).getOrElse(Nil).filter { case (rel, _) => versionOf(rel).contains(version) }
+      val inlineNames = inline.map(_._1).toSet
+      val own = ownStateFiles(root, version).filterNot { case (rel, _) => inlineNames.contains(rel) }
+      val ops = mutable.TreeMap[Int, (Int, Long, Long)]()
+      inline.foreach { case (rel, len) => operatorOf(rel).foreach { op =>
+        val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i + len, f) } }
+      own.foreach { case (rel, len) => operatorOf(rel).foreach { op =>
+        val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i, f + len) } }
+      val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+      def modified(rel: String): Option[Long] =
+        try Some(fs.getFileStatus(new Path(root, rel)).getModificationTime) catch { case _: FileNotFoundException => None }
+      def length(rel: String): Long =
+        try fs.getFileStatus(new Path(root, rel)).getLen catch { case _: FileNotFoundException => 0L }
+      val committedAt = modified(CheckpointPaths.commitEntry(batchId)).getOrElse(atMs)
+      val offsetsAt = modified(CheckpointPaths.offsetEntry(batchId))
+      val packName = packed.map(_.packName).getOrElse("")
+      post(CheckpointBatchCommitted(queryId, root, batchId, committedAt,
+        offsetsAt.map(committedAt - _).getOrElse(-1L), inline.size + own.size, inline.map(_._2).sum, own.map(_._2).sum,
+        if (packName.isEmpty) 0L else length(s"${CheckpointPaths.Packs}/$packName"), packName,
+        ops.toSeq.map { case (op, (n, i, f)) => OperatorCommit(op, n, i, f) }, held, maxTotalInlineSize))
+    }
+  }
+
+  /** A state commit of `root` failed (a refused state file of `batchId`, or its pack). */
+  def commitFailed(root: String, batchId: Long, kind: String, message: String): Unit = {
+    firstBatch(root, batchId)
+    val atMs = System.currentTimeMillis()
+    submit(post(CheckpointCommitFailed(queryIdOf(root), root, batchId, atMs, kind, message)))
+  }
+
+  /** A savepoint of `root` at `batchId` was written to `path`. */
+  def savepointTaken(root: String, queryId: String, batchId: Long, path: String): Unit = {
+    val atMs = System.currentTimeMillis()
+    submit(post(CheckpointSavepointTaken(queryId, root, batchId, path, atMs)))
+  }
+
+  /** Waits until the facts handed over so far are posted (tests). */
+  def awaitIdle(timeoutMs: Long): Boolean = {
+    val deadline = System.nanoTime() + timeoutMs * 1000000L
+    while (executor.getQueue.size + executor.getActiveCount > 0) {
+      if (System.nanoTime() > deadline) return false
+      Thread.sleep(10)
+    }
+    true
+  }
+
+  def stop(): Unit = executor.shutdownNow()
+
+  private def queryIdOf(root: String): String = {
+    val known = queryIds.get(root)
+    if (known != null && known.nonEmpty) known else {
+      val read = CheckpointPaths.readQueryId(root, hadoopConf)
+      queryIds.put(root, read)
+      read
+    }
+  }
+
+  /** The SQL settings batch `batchId`'s offset log entry records (its second line's "conf"). */
+  private def recordedConf(root: String, batchId: Long): Option[Map[String, String]] =
+    try {
+      CheckpointFiles.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf).flatMap { bytes =>
+        val lines = new String(bytes, StandardCharsets.UTF_8).split('\n')
+        if (lines.length < 2) None else {
+          val conf = mapper.readTree(lines(1)).get("conf")
+          if (conf == null) None else {
+            val out = Map.newBuilder[String, String]
+            conf.fields().forEachRemaining(e => out += e.getKey -> e.getValue.asText())
+            Some(out.result())
+          }
+        }
+      }
+    } catch { case NonFatal(_) => None }
+
+  /** State files of their own (not inline) of store version `version` under `root`/state. */
+  private def ownStateFiles(root: String, version: Long): Seq[(String, Long)] = {
+    val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+    val out = mutable.ArrayBuffer[(String, Long)]()
+    def walk(dir: Path, rel: String): Unit = {
+      val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      statuses.foreach { s =>
+        val name = s.getPath.getName
+        val childRel = s"$rel/$name"
+        if (s.isDirectory) { if (name != "_metadata" && !name.startsWith("_")) walk(s.getPath, childRel) }
+        else if (!CheckpointReader.isTemp(name) && versionOf(childRel).contains(version)) out += childRel -> s.getLen
+      }
+    }
+    walk(new Path(root, CheckpointPaths.State), CheckpointPaths.State)
+    out.toSeq
+  }
+}
+
+object CheckpointMonitor {
+  private val log = LoggerFactory.getLogger(classOf[CheckpointMonitor])
+  val DefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+  val ShufflePartitions = "spark.sql.shuffle.partitions"
+
+  private final case class Starting(settings: Seq[CheckpointSetting], provider: String, partitions: Int,
+      storage: String, atMs: Long)
+
+  /** The driver's monitor (set by the plugin when the driver runs it). */
+  @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointMonitor] = None
+
+  /** The store version of a state file (by its name), as inspection counts it. */
+  def versionOf(rel: String): Option[Long] =
+    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNames.versionOf(name) }.map(_.version)
+
+  def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
+
+  /** What an unset setting of ours means (the words of docs/operations.md). */
+  val Defaults: Map[String, String] = {
+    import CheckpointStorageOptions._
+    Map(
+      Storage -> "filesystem with a checkpoint directory, else driver",
+      CheckpointPath -> "none",
+      SavepointPath -> "none",
+      MaxStateSize -> "5m",
+      FileStateSizeThreshold -> "20k",
+      WriteBufferSize -> "4k",
+      DriverMaxTotalInlineSize -> "a quarter of the driver heap",
+      ExecutorMaxRequestBatchSize -> "1m",
+      ExternalizedCleanup -> "RETAIN_ON_CANCELLATION")
+  }
+
+  /** Where each setting of ours came from: the session, Spark's configuration, or the default. */
+  def settingsOf(session: Iterable[(String, String)], sparkConf: Map[String, String]): Seq[CheckpointSetting] = {
+    val ours = session.filter { case (k, _) =>
+      k == CheckpointStorageOptions.Storage || k.startsWith(CheckpointStorageOptions.Prefix + ".")
+    }.toMap
+    val named = CheckpointStorageSettings.all.map(_.key)
+    val keys = (named ++ ours.keys.toSeq.sorted).distinct
+    keys.map { k =>
+      (ours.get(k), sparkConf.get(k)) match {
+        case (Some(v), Some(c)) if v == c => CheckpointSetting(k, v, "Spark configuration")
+        case (Some(v), _) => CheckpointSetting(k, v, "session")
+        case (None, Some(c)) => CheckpointSetting(k, c, "Spark configuration")
+        case (None, None) => CheckpointSetting(k, Defaults.getOrElse(k, ""), "default")
+      }
+    }
+  }
+}
