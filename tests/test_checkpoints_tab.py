@@ -2,7 +2,7 @@
 session: the tab's pages and their JSON fetched over HTTP agree with what ``inspect`` reads
 from the checkpoint, a restart shows the batch it restored, a refused state commit shows as a
 failure, a query on Spark's own file manager shows why it has no entry, and Spark's CSV
-metrics sink carries the same values."""
+metrics sink and its JMX sink carry the same values."""
 import csv
 import glob
 import json
@@ -44,6 +44,7 @@ SPARK_CONF = {
     "spark.metrics.conf.*.sink.csv.period": "1",
     "spark.metrics.conf.*.sink.csv.unit": "seconds",
     "spark.metrics.conf.*.sink.csv.directory": METRICS_DIR,
+    "spark.metrics.conf.*.sink.jmx.class": "org.apache.spark.metrics.sink.JmxSink",
 }
 
 
@@ -279,9 +280,11 @@ def read_metric(name):
     return int(float(rows[-1][1])) if rows else None
 
 
-def test_metrics_reach_the_csv_sink(spark, restarted):
+def expected_metrics(spark, restarted):
+    """The plugin's metrics of the restarted query and the driver, as its tab shows them."""
     latest = query_json(spark, restarted["id"])["history"][-1]
-    expected = {
+    assert latest["fileBytes"] > 0
+    return {
         "query.tab_fs.lastBatchId": 4,
         "query.tab_fs.stateInlineBytes": latest["inlineBytes"],
         "query.tab_fs.stateFileBytes": latest["fileBytes"],
@@ -290,9 +293,48 @@ def test_metrics_reach_the_csv_sink(spark, restarted):
         "query.tab_fs.commitDurationMs": latest["offsetsToCommitMs"],
         "driver.maxTotalInlineSize": 4 * 1024 * 1024,
     }
-    for name, value in expected.items():
+
+
+def test_metrics_reach_the_csv_sink(spark, restarted):
+    for name, value in expected_metrics(spark, restarted).items():
         wait_for("%s = %s in the CSV sink" % (name, value), lambda: read_metric(name) == value)
-    assert latest["fileBytes"] > 0
     wait_for("coordinator.requests in the CSV sink", lambda: (read_metric("coordinator.requests") or 0) > 0)
     assert read_metric("coordinator.refusals") is not None
     assert read_metric("driver.inlineBytesHeld") is not None
+
+
+def test_metrics_reach_the_jmx_sink(spark, restarted):
+    """Spark's JMX sink registers every metric of the plugin as an MBean of the driver JVM's
+    platform MBean server (domain ``metrics``, the metric's full name as its ``name``)."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+    prefix = "%s.driver.plugin.%s." % (spark.sparkContext.applicationId, PLUGIN)
+
+    def call(method, *args):
+        # Through the MBeanServer interface: py4j cannot call the methods of the server's
+        # class, which is in a package java.management does not export.
+        m = [m for m in jvm.java.lang.Class.forName("javax.management.MBeanServer").getMethods()
+             if m.getName() == method and m.getParameterCount() == len(args)][0]
+        array = gateway.new_array(jvm.java.lang.Object, len(args))
+        for i, a in enumerate(args):
+            array[i] = a
+        return m.invoke(server, array)
+
+    def beans():
+        found = {}
+        for bean in call("queryNames", jvm.javax.management.ObjectName("metrics:*"), None):
+            name = bean.getKeyProperty("name").strip('"')
+            if name.startswith(prefix):
+                found[name[len(prefix):]] = bean
+        return found
+
+    def value(bean):
+        return int(call("getAttribute", bean, "Value"))
+
+    expected = expected_metrics(spark, restarted)
+    on_jmx = wait_for("the plugin's metrics on JMX",
+                      lambda: (lambda b: b if set(expected) <= set(b) else None)(beans()))
+    assert {name: value(on_jmx[name]) for name in expected} == expected
+    assert value(on_jmx["coordinator.requests"]) > 0
+    assert value(on_jmx["coordinator.refusals"]) >= 0
+    assert value(on_jmx["driver.inlineBytesHeld"]) >= 0
