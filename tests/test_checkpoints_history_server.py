@@ -1,14 +1,15 @@
-"""The "Checkpoints" tab in Spark's History Server (issue 31, item 2): a driver of its own runs a
-short streaming query with the event log on and stops; Spark's History Server, started here
-with nothing but pyspark's jars and ours on its class path, rebuilds the tab from the event log,
-and its pages and their JSON show the batches ``inspect`` reads from the checkpoint."""
+"""The "Checkpoints" tab on ``local-cluster`` and in Spark's History Server (issue 31): a driver
+of its own on ``local-cluster[2,1,1024]`` (executor JVMs of their own) runs a short streaming
+query across a restart with the event log on, reads its live tab's JSON, and stops; Spark's
+History Server, started here with nothing but pyspark's jars and ours on its class path,
+rebuilds the tab from the event log. Both show the batches ``inspect`` reads from the
+checkpoint."""
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-import urllib.error
 import urllib.request
 
 import pytest
@@ -16,11 +17,15 @@ import pytest
 from spark_checkpoint_storage.bundled_jar import bundled_jar_path
 from support.realfs import _stop, _wait, free_ports, pyspark_jars
 
-#: The driver: 3 batches of a grouped count on file storage with threshold 0 for batch 2 only
-#: (a restart in between: the tab's restored batch), the event log on; writes what inspect
-#: reads and the application's id to out.json, then stops its session (the log is complete).
+#: The driver runs on local-cluster: executor JVMs of their own, started by the driver.
+pytestmark = pytest.mark.cluster
+
+#: The driver (local-cluster[2,1,1024], its web UI on): 3 batches of a grouped count on file storage with threshold 0 for batch 2 only
+#: (a restart in between: the tab's restored batch), the event log on; writes its live tab's
+#: JSON once the query stopped, what inspect reads and the application's id to out.json, then
+#: stops its session (the event log is then complete).
 DRIVER = """
-    import json, os, sys
+    import json, os, sys, time, urllib.request
     from pyspark.sql import SparkSession, functions as F
     from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
     from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
@@ -29,8 +34,9 @@ DRIVER = """
 
     root, logs = sys.argv[1], sys.argv[2]
     spark = configure_spark_with_checkpoint_storage(
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .config("spark.ui.enabled", "true")
+        .config("spark.ui.port", "0")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.eventLog.enabled", "true")
@@ -58,8 +64,18 @@ DRIVER = """
     query = start()
     batch(query, 2)
     query.stop()
+    executors = len(spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()) - 1
+    url = spark.sparkContext.uiWebUrl.rstrip("/") + "/checkpoints/query/json?id=" + str(query.id)
+    deadline = time.monotonic() + 60
+    while True:  # the tab's facts arrive asynchronously
+        with urllib.request.urlopen(url, timeout=30) as r:
+            live = json.loads(r.read().decode("utf-8"))
+        if (live.get("status") == "stopped" and len(live.get("history", [])) == 3) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     out = {"appId": spark.sparkContext.applicationId, "queryId": str(query.id),
-           "runId": str(query.runId), "inspect": inspect_checkpoint(checkpoint).to_dict()}
+           "runId": str(query.runId), "inspect": inspect_checkpoint(checkpoint).to_dict(),
+           "live": live, "executors": executors}
     spark.stop()
     with open(os.path.join(root, "out.json"), "w") as f:
         json.dump(out, f)
@@ -84,9 +100,8 @@ class HistoryServer:
                "-Dspark.history.ui.port=%d" % self.port,
                # The replay keeps as many batches per query as the History Server's bound says.
                "-Dspark.sql.streaming.numRecentProgressUpdates=%d" % HISTORY,
-               "-Dspark.ui.host=127.0.0.1",
                "org.apache.spark.deploy.history.HistoryServer"]
-        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")  # its web UI binds there only
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work,
                                          start_new_session=True, env=env)
@@ -110,29 +125,30 @@ class HistoryServer:
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
+def driven(tmp_path_factory):
+    """The driver's run: its folder, its out.json, and the History Server on its event logs
+    (started first: it starts while the driver runs)."""
     root = tmp_path_factory.mktemp("history")
     logs = root / "event-logs"
     logs.mkdir()
     script = root / "driver.py"
     script.write_text(textwrap.dedent(DRIVER))
-    result = subprocess.run([sys.executable, str(script), str(root), str(logs)], capture_output=True,
-                            text=True, timeout=300, cwd=str(root))
-    assert result.returncode == 0, result.stderr[-4000:]
-    with open(str(root / "out.json")) as f:
-        out = json.load(f)
     server = HistoryServer(str(logs), str(root))
     try:
-        server.wait_for_app(out["appId"])
+        result = subprocess.run([sys.executable, str(script), str(root), str(logs)], capture_output=True,
+                                text=True, timeout=300, cwd=str(root))
+        assert result.returncode == 0, result.stderr[-4000:]
+        with open(str(root / "out.json")) as f:
+            out = json.load(f)
         yield server, out
     finally:
         server.stop()
 
 
-def test_history_server_rebuilds_the_tab(replayed):
-    server, out = replayed
-    app = "/history/%s" % out["appId"]
-    tab = json.loads(server.get(app + "/checkpoints/query/json?id=" + out["queryId"]))
+def assert_tab_equals_inspect(tab, out, batch_ids):
+    """The query page's JSON ``tab`` shows the query's run, restart and ``batch_ids`` as inspect
+    read them from the checkpoint: each batch's state files, inline and file bytes, commit time,
+    offsets-to-commit time and pack."""
     info = out["inspect"]
     assert info["lastCommittedBatch"] == 2
     by_batch = {b["batchId"]: b for b in info["batches"]}
@@ -149,8 +165,8 @@ def test_history_server_rebuilds_the_tab(replayed):
     assert tab["restoredBatchId"] == 1
     assert tab["restoredBatchCommittedAtMs"] == by_batch[1]["committedAtMs"]
     assert tab["batchesCommitted"] == 3
-    # Bounded by the History Server's numRecentProgressUpdates (2), not the driver's (100).
-    assert [r["batchId"] for r in tab["history"]] == [1, 2]
+    assert tab["failures"] == 0
+    assert [r["batchId"] for r in tab["history"]] == batch_ids
     for row in tab["history"]:
         b = by_batch[row["batchId"]]
         assert b["committed"]
@@ -158,15 +174,32 @@ def test_history_server_rebuilds_the_tab(replayed):
                 row["offsetsToCommitMs"]) == \
             (b["stateFiles"], b["inlineBytes"], b["fileBytes"], b["committedAtMs"], b["durationMs"]), row
         assert row["stateFiles"] == 2
-        assert [o["operator"] for o in row["operators"]] == [0]
-    # Batch 1 packed, batch 2 in files of its own (threshold 0).
-    first = tab["history"][0]
-    assert first["inlineBytes"] > 0 and first["fileBytes"] == 0
-    assert (first["packName"], first["packBytes"]) == (packs[1]["name"], packs[1]["bytes"])
-    last = tab["history"][1]
-    assert last["inlineBytes"] == 0 and last["fileBytes"] > 0 and last["packName"] == ""
+        assert [(o["operator"], o["stateFiles"], o["inlineBytes"], o["fileBytes"]) for o in row["operators"]] == \
+            [(0, 2, row["inlineBytes"], row["fileBytes"])]
+        if row["batchId"] <= 1:  # packed
+            assert row["inlineBytes"] > 0 and row["fileBytes"] == 0
+            assert (row["packName"], row["packBytes"]) == (packs[row["batchId"]]["name"], packs[row["batchId"]]["bytes"])
+        else:  # in files of its own (threshold 0)
+            assert row["inlineBytes"] == 0 and row["fileBytes"] > 0
+            assert (row["packName"], row["packBytes"]) == ("", 0)
     settings = {s["key"]: (s["value"], s["source"]) for s in tab["settings"]}
     assert settings["spark.sql.streaming.checkpointStorage.app.fileStateSizeThreshold"] == ("0", "session")
+
+
+def test_live_tab_on_local_cluster_equals_inspect(driven):
+    _, out = driven
+    # State written by 2 executor JVMs; the tab gathered on the driver: every batch.
+    assert out["executors"] == 2
+    assert_tab_equals_inspect(out["live"], out, [0, 1, 2])
+
+
+def test_history_server_rebuilds_the_tab(driven):
+    server, out = driven
+    server.wait_for_app(out["appId"])
+    app = "/history/%s" % out["appId"]
+    tab = json.loads(server.get(app + "/checkpoints/query/json?id=" + out["queryId"]))
+    # Bounded by the History Server's numRecentProgressUpdates (2), not the driver's (100).
+    assert_tab_equals_inspect(tab, out, [1, 2])
 
     overview = json.loads(server.get(app + "/checkpoints/json"))
     assert [q["queryId"] for q in overview["queries"]] == [out["queryId"]]
