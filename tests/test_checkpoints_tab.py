@@ -8,6 +8,8 @@ import glob
 import json
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 import time
 import urllib.request
@@ -338,3 +340,26 @@ def test_metrics_reach_the_jmx_sink(spark, restarted):
     assert value(on_jmx["coordinator.requests"]) > 0
     assert value(on_jmx["coordinator.refusals"]) >= 0
     assert value(on_jmx["driver.inlineBytesHeld"]) >= 0
+
+
+def test_a_browser_renders_the_history_table(spark, restarted, tmp_path):
+    """Headless Chromium (dev/chromium installs it) opens the query's page as a user would:
+    the document it renders holds the history table's rows, newest first, and its picture of
+    the page is not blank."""
+    chromium = shutil.which("chromium")
+    assert chromium, "no Chromium: dev/bootstrap installs Debian's package as root (dev/chromium)"
+    url = spark.sparkContext.uiWebUrl.rstrip("/") + "/checkpoints/query/?id=" + restarted["id"]
+    base = [chromium, "--headless", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+            "--user-data-dir=" + str(tmp_path / "profile")]
+    if os.geteuid() == 0:
+        base.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+    dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert "Checkpoints of query tab_fs" in dom
+    history = dom.split('id="checkpoints-history"')[1].split('id="checkpoints-settings"')[0]
+    rows = re.findall(r"<tr>\s*<td>\s*(\d+)\s*</td>\s*<td>\s*\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\s*</td>", history)
+    assert rows == ["4", "3", "2", "1"]
+    picture = tmp_path / "tab.png"
+    subprocess.run(base + ["--screenshot=" + str(picture), url], capture_output=True, timeout=120, check=True)
+    # A blank 1280x900 page compresses to a few KB; the tab's tables take far more.
+    assert picture.stat().st_size > 20000
