@@ -1,7 +1,8 @@
 """Savepoints: a copy taken from a running query, moved elsewhere, restored by a new query
 with exact results; heap-only driver state made durable by a savepoint; the copy is
 self-contained (no packs, no marker, no path of the original) and stops at the committed
-batch; targets inside the checkpoint, non-empty targets and uncommitted batches refused."""
+batch; targets inside the checkpoint, non-empty targets and uncommitted batches refused; a
+killed savepoint leaves only a hidden sibling, which the next one to that target names."""
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from spark_checkpoint_storage.savepoints import SAVEPOINT_MANIFEST, savepoint
 
 from conftest import assert_ok
 from support.aggregation import files_under
+from support.counting import kill_while_writing
 
 SCHEMA = "k long, v long"
 KEYS = 20
@@ -207,6 +209,44 @@ def test_savepoint_refusals(spark, storage, tmp_path):
 
     with pytest.raises(SavepointException, match="No checkpoint at"):
         savepoint(str(tmp_path / "nothing"), str(tmp_path / "spx"))
+
+
+def test_killed_savepoint_leaves_nothing_to_start_from_and_says_so(spark, storage, tmp_path, subproc):
+    """A savepoint SIGKILLed while it writes (held mid-copy: the last file it copies is a named
+    pipe nobody writes) leaves no savepoint at the target, only a hidden sibling saying what it
+    is; the next savepoint to that target refuses, naming it; once that is deleted, it is taken."""
+    storage(FileSystemCheckpointStorage(str(tmp_path / "cp")))
+    _, checkpoint, query = fed_query(spark, tmp_path, "sp_killed", 2)
+    query.stop()
+    # The last file a savepoint copies (entries go in path order; state/0/<partition>/ first).
+    last = os.path.join(checkpoint, "state", "0", "_metadata", "metadata")
+    with open(last, "rb") as f:
+        content = f.read()
+    os.remove(last)
+    os.mkfifo(last)
+    target = str(tmp_path / "sp")
+    leftovers = kill_while_writing("from spark_checkpoint_storage.savepoints import savepoint\n"
+                                   "savepoint(%r, %r)\n" % (checkpoint, target),
+                                   tmp_path, ".sp.saving-", subproc.env())
+    os.remove(last)
+    with open(last, "wb") as f:
+        f.write(content)
+    assert not os.path.exists(target)
+    leftover = os.path.join(str(tmp_path), leftovers[0])
+    with open(os.path.join(leftover, "_SAVEPOINT_INCOMPLETE")) as f:
+        note = f.read()
+    assert "An unfinished savepoint of" in note and "not a checkpoint to start a query from" in note
+    assert not os.path.exists(os.path.join(leftover, SAVEPOINT_MANIFEST))
+    with pytest.raises(SavepointException) as err:
+        savepoint(checkpoint, target)
+    for fragment in ("An earlier savepoint to", "did not finish", leftovers[0], "was never written",
+                     "take the savepoint again"):
+        assert fragment in str(err.value), str(err.value)
+    assert not os.path.exists(target)
+    shutil.rmtree(leftover)
+    assert savepoint(checkpoint, target) == "file:" + target
+    assert_self_contained(target, checkpoint, batch=1)
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".sp.")]
 
 
 def test_savepoint_command_line(spark, storage, tmp_path, subproc):

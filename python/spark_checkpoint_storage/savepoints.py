@@ -94,8 +94,10 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
                    >>> sp = savepoint("/cp/q1", "/backups/q1", format="canonical")  # doctest: +SKIP
                    >>> migrate(sp, "/cp/q1-rocksdb", to="rocksdb")  # doctest: +SKIP
     :return: the savepoint's path.
-    :raises SavepointException: for a target inside the checkpoint or not empty, a batch that
-                                is not committed, or a checkpoint without committed batches.
+    :raises SavepointException: for a target inside the checkpoint or not empty, or beside
+                                the hidden sibling an unfinished savepoint or migration left
+                                there, a batch that is not committed, or a checkpoint without
+                                committed batches.
     :raises ClassicSessionRequiredException: for a Spark Connect query.
     """
     location, j_session = checkpoint_location_and_session(query_or_checkpoint_location)

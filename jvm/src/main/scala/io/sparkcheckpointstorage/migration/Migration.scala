@@ -1,20 +1,20 @@
 package io.sparkcheckpointstorage.migration
 
-import java.nio.charset.StandardCharsets
 import java.util.{ArrayList => JList, LinkedHashMap => JMap, UUID}
 
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.inspection.CheckpointReader
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
+import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 
 /**
  * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a
@@ -28,13 +28,22 @@ import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
  * source would have given. The source is only read.
  *
  * Everything is written into a hidden sibling of the target (`.<name>.migrating-<id>`,
- * holding an [[InProgressFile]] that says what it is) and renamed to the target last: a
- * failed migration removes it, a killed one leaves it beside a target that does not exist,
- * and the next migration to that target refuses until it is deleted.
+ * holding an [[InProgressFile]] that says what it is) and renamed to the target last
+ * ([[CheckpointPublication]]): a failed migration removes it, a killed one leaves it beside a
+ * target that does not exist, and the next migration to that target refuses until it is deleted.
  */
 object Migration {
   val ManifestFile: String = CheckpointPaths.MigrationManifest
   val InProgressFile = "_MIGRATION_INCOMPLETE"
+
+  /** How a migration's target is checked, written and published. */
+  val Writer: PublicationWriter = PublicationWriter("migration", ".migrating-", InProgressFile, "migrates",
+    "Choose a target outside the source checkpoint.", "migrate again")(new MigrationException(_))
+
+  /** The note in an unfinished migration's hidden sibling. */
+  private[migration] def unfinished(root: String, batchId: Long, dst: Path): String =
+    s"An unfinished migration of $root (batch $batchId) to $dst: not a checkpoint to start a query from. " +
+      "Delete this directory and migrate again.\n"
 
   /**
    * Migrates the checkpoint at `source`, at batch `batchId` (-1: the last committed batch), to
@@ -93,7 +102,7 @@ object Migration {
    * store coming from `rowsOf`; the target is published last. Shared with the restore of
    * canonical savepoints.
    */
-  private[migration] def writeCheckpoint(
+  private[sparkcheckpointstorage] def writeCheckpoint(
       spark: SparkSession,
       layout: CheckpointLayout,
       target: String,
@@ -113,13 +122,10 @@ object Migration {
       layout.operators.foreach(op => op.stores.foreach(StatePartitioning.requireRescalable(op, _)))
       layout.requireRecordedPartitions()
     }
-    val dst = TargetLocation.prepare(layout.root, target, conf)
+    val dst = CheckpointPublication.prepare(Writer, layout.root, target, conf)
     val fs = dst.fs
     val temp = dst.temporary
-    fs.mkdirs(temp)
-    writeText(fs, new Path(temp, InProgressFile), s"An unfinished migration of ${layout.root} (batch " +
-      s"${layout.batchId}) to ${dst.path}: not a checkpoint to start a query from. Delete this directory " +
-      "and migrate again.\n")
+    dst.begin(unfinished(layout.root, layout.batchId, dst.path))
     try {
       val storeConf = targetStoreConf(spark, layout, targetProvider)
       val writeConf = new Configuration(conf)
@@ -179,7 +185,7 @@ object Migration {
     } catch {
       case NonFatal(e) =>
         // Nothing of a failed migration may look like a checkpoint.
-        discard(spark, fs, temp, e)
+        discard(spark, dst, e)
         throw e
     }
   }
@@ -188,11 +194,10 @@ object Migration {
    * Writes the migration's manifest (`result`) into the target's hidden sibling, publishes
    * the target, and returns `result` with where it went, what it holds and the time taken, as JSON.
    */
-  private[migration] def publish(dst: TargetLocation, result: JMap[String, Any], logFiles: Long, logBytes: Long,
+  private[migration] def publish(dst: CheckpointPublication, result: JMap[String, Any], logFiles: Long, logBytes: Long,
       started: Long): String = {
     val fs = dst.fs
-    writeText(fs, new Path(dst.temporary, ManifestFile), new ObjectMapper().writeValueAsString(result))
-    fs.delete(new Path(dst.temporary, InProgressFile), false)
+    dst.writeText(ManifestFile, new ObjectMapper().writeValueAsString(result))
     dst.publish()
     val summary = fs.getContentSummary(dst.path)
     result.put("path", dst.path.toString)
@@ -208,7 +213,7 @@ object Migration {
    * Runs `body` with its Spark jobs in a job group of their own, so that a failure can stop
    * the tasks still writing before their output is deleted.
    */
-  private[migration] def inJobGroup[T](spark: SparkSession)(body: String => T): T = {
+  private[sparkcheckpointstorage] def inJobGroup[T](spark: SparkSession)(body: String => T): T = {
     val sc = spark.sparkContext
     val keys = Seq("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
     val saved = keys.map(k => k -> sc.getLocalProperty(k))
@@ -218,10 +223,10 @@ object Migration {
   }
 
   /**
-   * Deletes a failed migration's temporary directory once no task of its job group runs: a
-   * task of a failed job that is still writing would otherwise recreate what was deleted.
+   * Discards a failed writer's output once no task of its job group runs: a task of a failed
+   * job that is still writing would otherwise recreate what was deleted.
    */
-  private[migration] def discard(spark: SparkSession, fs: FileSystem, temp: Path, failure: Throwable): Unit = {
+  private[sparkcheckpointstorage] def discard(spark: SparkSession, dst: CheckpointPublication, failure: Throwable): Unit = {
     val sc = spark.sparkContext
     Option(sc.getLocalProperty("spark.jobGroup.id")).foreach { group =>
       sc.cancelJobGroup(group)
@@ -232,7 +237,7 @@ object Migration {
       }
       while (running && System.nanoTime() < deadline) Thread.sleep(50)
     }
-    try fs.delete(temp, true) catch { case NonFatal(d) => failure.addSuppressed(d) }
+    dst.discard(failure)
   }
 
   /** The target's state settings: the source's, as its offset log records them, with the target provider. */
@@ -243,11 +248,6 @@ object Migration {
     MigrationSparkApi.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
     new StateStoreConf(sqlConf, Map.empty)
   }
-
-  private[migration] def writeText(fs: FileSystem, path: Path, text: String): Unit = {
-    val out = fs.create(path, true)
-    try out.write(text.getBytes(StandardCharsets.UTF_8)) finally out.close()
-  }
 }
 
 /**
@@ -255,49 +255,3 @@ object Migration {
  * redistribute the state over (none: the source's), and the id its progress is polled by.
  */
 final case class WriteOptions(numPartitions: Option[Int] = None, progressId: Option[String] = None)
-
-/**
- * Where a migration writes: a target outside the source, not yet holding anything, and the
- * hidden sibling it is written into before the rename that publishes it.
- */
-final class TargetLocation private (val fs: FileSystem, val path: Path, val temporary: Path) {
-  def publish(): Unit = {
-    if (fs.exists(path)) fs.delete(path, false) // an empty directory (checked), or the rename would nest
-    if (!fs.rename(temporary, path)) {
-      throw new MigrationException(s"Could not rename the migrated checkpoint $temporary to $path.")
-    }
-  }
-}
-
-object TargetLocation {
-  val TempMarker = ".migrating-"
-
-  def prepare(sourceRoot: String, target: String, conf: Configuration): TargetLocation = {
-    val raw = new Path(target)
-    val path = raw.getFileSystem(conf).makeQualified(raw)
-    val fs = CheckpointReader.raw(path.getFileSystem(conf))
-    val dst = path.toString.stripSuffix("/")
-    if (dst == sourceRoot || dst.startsWith(sourceRoot + "/")) {
-      throw new MigrationException(s"The migration target $dst lies inside the checkpoint $sourceRoot it " +
-        "migrates. Choose a target outside the source checkpoint.")
-    }
-    if (sourceRoot.startsWith(dst + "/")) {
-      throw new MigrationException(s"The migration target $dst contains the checkpoint $sourceRoot. " +
-        "Choose a target outside the source checkpoint.")
-    }
-    if (fs.exists(path) && (!fs.getFileStatus(path).isDirectory || fs.listStatus(path).nonEmpty)) {
-      throw new MigrationException(s"The migration target $dst already exists and is not empty. A " +
-        "migration never writes over existing files: choose a new target, or delete that one.")
-    }
-    val parent = path.getParent
-    val prefix = s".${path.getName}$TempMarker"
-    if (fs.exists(parent)) {
-      fs.listStatus(parent).map(_.getPath).find(_.getName.startsWith(prefix)).foreach { left =>
-        throw new MigrationException(s"An earlier migration to $dst did not finish (it was killed, or its " +
-          s"clean-up failed): $left holds its partial output, and $dst was never written. Delete $left " +
-          "and migrate again.")
-      }
-    }
-    new TargetLocation(fs, path, new Path(parent, prefix + UUID.randomUUID().toString.take(8)))
-  }
-}

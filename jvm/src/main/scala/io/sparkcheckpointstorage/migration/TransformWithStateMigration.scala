@@ -14,7 +14,7 @@ import org.apache.spark.sql.functions.col
 
 import io.sparkcheckpointstorage.BuildInfo
 import io.sparkcheckpointstorage.inspection.CheckpointReader
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateSchemaPaths}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, SparkSettingKeys, StateSchemaPaths}
 import io.sparkcheckpointstorage.savepoint.Savepoints
 
 /**
@@ -28,7 +28,7 @@ import io.sparkcheckpointstorage.savepoint.Savepoints
  * which reads a plain copy of the source and writes the target's state at the same batch (unlike
  * Spark's repartition, no batch is added: a file sink's log stays gapless). As for every
  * migration, the source is only read and the target is written into a hidden sibling that is
- * renamed into place last; the state schema files the target's operator metadata names are its own.
+ * renamed into place last ([[CheckpointPublication]]); the state schema files the target's operator metadata names are its own.
  */
 object TransformWithStateMigration {
 
@@ -64,21 +64,21 @@ object TransformWithStateMigration {
     val repartition = options.numPartitions.filter(_ != sourcePartitions)
     if (repartition.isDefined && !BuildInfo.sparkLineAtLeast(4, 2)) throw rescaleRefused(root, ops)
 
-    val dst = TargetLocation.prepare(root, target, conf)
+    val dst = CheckpointPublication.prepare(Migration.Writer, root, target, conf)
     val fs = dst.fs
     val temp = dst.temporary
     // A rescale reads a plain copy of the source beside the target, hidden like it.
     val sourceCopy = new Path(temp.getParent, temp.getName + "-source")
     Migration.inJobGroup(spark) { _ =>
       try {
-        val copy = new ObjectMapper().readTree(Savepoints.create(root, repartition.fold(temp)(_ => sourceCopy).toString,
-          batch, conf))
+        dst.begin(Migration.unfinished(root, batch, dst.path))
+        // The plain copy: the migration's output itself, or what a rescale reads.
+        val into = repartition.fold(temp)(_ => sourceCopy)
+        val copy = Savepoints.copy(reader, batch, fs, into, into)
         val plain = plainFilesSession(spark)
         MigrationProgress.track(options.progressId, spark.sparkContext, 1) { progress =>
           repartition match {
             case Some(n) =>
-              fs.mkdirs(temp)
-              markInProgress(fs, temp, root, batch, dst.path)
               val copied = new CheckpointReader(sourceCopy.toString, conf)
               CheckpointCopier.copy(copied, copied.entries(), batch, fs, temp, targetProvider, Some(n))
               progress.startStore(operators.head, "transformWithState", "every column family", n)
@@ -87,10 +87,7 @@ object TransformWithStateMigration {
                 classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
               MigrationSparkApi.rewriteStatePartitioned(plain, sourceCopy.toString, temp.toString, batch, n, writeConf)
               progress.finishStore()
-            case None =>
-              // The copy becomes a migration's output: its savepoint manifest would describe it wrongly.
-              fs.delete(new Path(temp, Savepoints.ManifestFile), false)
-              markInProgress(fs, temp, root, batch, dst.path)
+            case None => // the copy is the output
           }
           progress.finishing()
         }
@@ -108,10 +105,10 @@ object TransformWithStateMigration {
         // Read until here through the copy's schema files; the target names its own.
         StateSchemaPaths.relocateAll(fs, temp, dst.path)
         if (repartition.isDefined) fs.delete(sourceCopy, true)
-        Migration.publish(dst, result, copy.get("files").asLong(), copy.get("bytes").asLong(), started)
+        Migration.publish(dst, result, copy.files, copy.bytes, started)
       } catch {
         case NonFatal(e) =>
-          Migration.discard(spark, fs, temp, e)
+          Migration.discard(spark, dst, e)
           try fs.delete(sourceCopy, true) catch { case NonFatal(d) => e.addSuppressed(d) }
           throw e
       }
@@ -127,10 +124,6 @@ object TransformWithStateMigration {
       "operator: its column families are rewritten at another number of partitions only by Spark's " +
       s"state rewriter, which came with Spark 4.2, and this is Spark ${org.apache.spark.SPARK_VERSION}. " +
       "Migrate it without num_partitions (--partitions) here, and rescale it on Spark 4.2 or later.")
-
-  private def markInProgress(fs: org.apache.hadoop.fs.FileSystem, temp: Path, root: String, batch: Long, dst: Path): Unit =
-    Migration.writeText(fs, new Path(temp, Migration.InProgressFile), s"An unfinished migration of $root " +
-      s"(batch $batch) to $dst: not a checkpoint to start a query from. Delete this directory and migrate again.\n")
 
   /**
    * A session of the same application whose checkpoint files are plain files (Spark's own file

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.migration
+package io.sparkcheckpointstorage.savepoint
 
 import java.nio.charset.StandardCharsets
 import java.util.{ArrayList => JList, LinkedHashMap => JMap}
@@ -14,8 +14,9 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{DataType, StructType}
 
-import io.sparkcheckpointstorage.layout.CheckpointPaths
-import io.sparkcheckpointstorage.savepoint.Savepoints
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
+import io.sparkcheckpointstorage.migration.{CheckpointCopier, CheckpointLayout, Migration, MigrationException,
+  MigrationSparkApi, StateRowsReader, StoreRows, TargetProvider, WriteOptions}
 
 /**
  * Savepoints in a canonical, provider-neutral form (Flink: canonical savepoints, which restore
@@ -28,6 +29,8 @@ import io.sparkcheckpointstorage.savepoint.Savepoints
  * with the store's key and value schemas), written from Spark's state data source, so that any
  * provider's state is saved the same way. Its `_savepoint` file (JSON, written last) says
  * `"format": "canonical"` and describes every store: schemas, key prefix, partitions, rows.
+ * Like a savepoint of our own format, it is written into a hidden sibling of its target and
+ * renamed into place last ([[CheckpointPublication]]).
  *
  * Restoring one is a migration whose rows come from the parquet files: the target provider
  * writes them, and the restored checkpoint records it.
@@ -46,12 +49,9 @@ object CanonicalSavepoints {
     val conf = MigrationSparkApi.hadoopConf(spark)
     val layout = CheckpointLayout.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
-    val dst = TargetLocation.prepare(layout.root, target, conf)
+    val dst = CheckpointPublication.prepare(Savepoints.Writer, layout.root, target, conf)
     val fs = dst.fs
-    fs.mkdirs(dst.temporary)
-    Migration.writeText(fs, new Path(dst.temporary, Migration.InProgressFile), s"An unfinished canonical " +
-      s"savepoint of ${layout.root} (batch ${layout.batchId}) to ${dst.path}. Delete this directory and take " +
-      "the savepoint again.\n")
+    dst.begin(Savepoints.unfinished("canonical savepoint", layout.root, layout.batchId, dst.path))
     try {
       val operators = new JList[Any]()
       var total = 0L
@@ -95,8 +95,7 @@ object CanonicalSavepoints {
       manifest.put("rows", total)
       manifest.put("operators", operators)
       manifest.put("createdAtMs", System.currentTimeMillis())
-      Migration.writeText(fs, new Path(dst.temporary, Savepoints.ManifestFile), mapper.writeValueAsString(manifest))
-      fs.delete(new Path(dst.temporary, Migration.InProgressFile), false)
+      dst.writeText(Savepoints.ManifestFile, mapper.writeValueAsString(manifest))
       dst.publish()
       val summary = fs.getContentSummary(dst.path)
       manifest.put("path", dst.path.toString)
@@ -106,7 +105,7 @@ object CanonicalSavepoints {
       mapper.writeValueAsString(manifest)
     } catch {
       case NonFatal(e) =>
-        Migration.discard(spark, fs, dst.temporary, e)
+        Migration.discard(spark, dst, e)
         throw e
     }
   }

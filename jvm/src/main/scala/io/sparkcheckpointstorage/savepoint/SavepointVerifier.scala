@@ -20,10 +20,13 @@ import io.sparkcheckpointstorage.storage.CorruptCheckpointException
  */
 private[savepoint] object SavepointVerifier {
 
-  /** Fails with a [[SavepointException]] naming the store or file when `target` cannot restore `stateVersion`. */
-  def verify(fs: FileSystem, target: Path, stateVersion: Long): Int = {
+  /**
+   * Fails with a [[SavepointException]] naming the store or file when the copy in `dir` cannot
+   * restore `stateVersion`; the message names the copy `target` (where `dir` is published).
+   */
+  def verify(fs: FileSystem, dir: Path, stateVersion: Long, target: Path): Int = {
     val stores = mutable.TreeMap[String, mutable.Map[(Long, StateFileKind), Path]]()
-    walk(fs, new Path(target, "state"), "state").foreach { case (rel, path) =>
+    walk(fs, new Path(dir, "state"), "state").foreach { case (rel, path) =>
       val name = rel.substring(rel.lastIndexOf('/') + 1)
       for ((v, suffix) <- StateFileNames.ours(name); k <- StateFileKind.all.find(_.suffix == suffix);
            _ <- CheckpointPaths.storeOf(rel)) {

@@ -4,12 +4,14 @@ import java.io.IOException
 import java.nio.charset.StandardCharsets
 import java.util.{LinkedHashMap => JMap}
 
+import scala.util.control.NonFatal
+
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileSystem, Path}
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateSchemaPaths}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, StateSchemaPaths}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -25,10 +27,24 @@ class SavepointException(message: String, cause: Throwable = null) extends IOExc
  * so the copy can be moved anywhere; a query started on it resumes after the batch, with
  * whichever checkpoint storage its session uses. A `_savepoint` file (JSON, relative paths
  * only) describes the copy and is written last, once the copy has been read back and found
- * restorable ([[SavepointVerifier]]): a copy without it is incomplete.
+ * restorable ([[SavepointVerifier]]): a copy without it is incomplete. The copy is written
+ * into a hidden sibling of the target (`.<name>.saving-<id>`) and renamed to the target last
+ * ([[CheckpointPublication]]): a failed savepoint removes it, a killed one leaves it beside a
+ * target that does not exist, and the next savepoint to that target refuses until it is deleted.
  */
 object Savepoints {
   val ManifestFile: String = CheckpointPaths.SavepointManifest
+  val InProgressFile = "_SAVEPOINT_INCOMPLETE"
+
+  /** How a savepoint's target, native or canonical, is checked, written and published. */
+  val Writer: PublicationWriter = PublicationWriter("savepoint", ".saving-", InProgressFile, "copies",
+    "Choose a target outside the checkpoint (pass target=..., or set " +
+      "spark.sql.streaming.checkpointStorage.savepointPath).", "take the savepoint again")(new SavepointException(_))
+
+  /** The note in an unfinished savepoint's hidden sibling. */
+  private[savepoint] def unfinished(kind: String, root: String, batchId: Long, dst: Path): String =
+    s"An unfinished $kind of $root (batch $batchId) to $dst: not a checkpoint to start a query from. " +
+      "Delete this directory and take the savepoint again.\n"
 
   /**
    * Copies the checkpoint at `source` at batch `batchId` (-1: the last committed batch) to
@@ -38,40 +54,59 @@ object Savepoints {
   def create(source: String, target: String, batchId: Long, conf: Configuration): String = {
     val reader = new CheckpointReader(source, conf)
     if (!reader.exists) throw new SavepointException(s"No checkpoint at $source")
-    val targetPath = {
-      val p = new Path(target)
-      p.getFileSystem(conf).makeQualified(p)
-    }
     val sourceRoot = reader.root.stripSuffix("/")
-    val targetStr = targetPath.toString.stripSuffix("/")
-    if (targetStr == sourceRoot || targetStr.startsWith(sourceRoot + "/")) {
-      throw new SavepointException(s"The savepoint target $targetStr lies inside the checkpoint " +
-        s"$sourceRoot it copies. Choose a target outside the checkpoint (pass target=..., or set " +
-        "spark.sql.streaming.checkpointStorage.savepointPath).")
-    }
-    if (sourceRoot.startsWith(targetStr + "/")) {
-      throw new SavepointException(s"The savepoint target $targetStr contains the checkpoint $sourceRoot. " +
-        "Choose a target outside the checkpoint.")
-    }
-    val targetFs = CheckpointReader.raw(targetPath.getFileSystem(conf))
-    if (targetFs.exists(targetPath) &&
-        (!targetFs.getFileStatus(targetPath).isDirectory || targetFs.listStatus(targetPath).nonEmpty)) {
-      throw new SavepointException(s"The savepoint target $targetStr already exists and is not empty. " +
-        "A savepoint is never written over existing files: choose a new target, or delete that one.")
-    }
+    val dst = CheckpointPublication.prepare(Writer, sourceRoot, target, conf)
+    val targetStr = dst.path.toString.stripSuffix("/")
 
     val batch = reader.committedBatch(batchId) match {
       case Right(c) => c.id
       case Left(why) => throw new SavepointException(why.message(sourceRoot, "save", "saved"))
     }
 
+    dst.begin(unfinished("savepoint", sourceRoot, batch, dst.path))
+    val copied = try {
+      val copied = copy(reader, batch, dst.fs, dst.temporary, dst.path)
+      val manifest = new JMap[String, Any]()
+      manifest.put("batchId", batch)
+      manifest.put("queryId", copied.queryId.orNull)
+      manifest.put("files", copied.files)
+      manifest.put("bytes", copied.bytes)
+      manifest.put("inlineFiles", copied.inlineFiles)
+      manifest.put("createdAtMs", System.currentTimeMillis())
+      // Written last, once the copy restores: what says the copy is complete.
+      dst.writeText(ManifestFile, new ObjectMapper().writeValueAsString(manifest))
+      dst.publish()
+      manifest.put("path", targetStr)
+      (copied, manifest)
+    } catch {
+      case NonFatal(e) =>
+        dst.discard(e)
+        throw e
+    }
+    io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
+      .foreach(_.savepointTaken(sourceRoot, copied._1.queryId.getOrElse(""), batch, targetStr))
+    new ObjectMapper().writeValueAsString(copied._2)
+  }
+
+  /** What [[copy]] wrote. */
+  private[sparkcheckpointstorage] final case class Copied(queryId: Option[String], files: Int, bytes: Long,
+      inlineFiles: Int)
+
+  /**
+   * Writes the files of the checkpoint `reader` reads at `batch` into `dir` as plain files, its
+   * operator metadata naming its schema files under `root` (where `dir` ends up), and checks that
+   * the copy restores. Shared with the migration of transformWithState operators.
+   */
+  private[sparkcheckpointstorage] def copy(reader: CheckpointReader, batch: Long, fs: FileSystem, dir: Path,
+      root: Path): Copied = {
+    val sourceRoot = reader.root.stripSuffix("/")
     val entries = reader.entries().filter(keep(_, batch))
     var bytes = 0L
     var written = 0
     entries.foreach { e =>
       reader.read(e) match {
         case Some(content) =>
-          val out = targetFs.create(new Path(targetPath, e.relPath), false)
+          val out = fs.create(new Path(dir, e.relPath), false)
           try out.write(content) finally out.close()
           bytes += content.length
           written += 1
@@ -84,25 +119,12 @@ object Savepoints {
       }
     }
     // transformWithState's operator metadata names its schema files by absolute path.
-    StateSchemaPaths.relocateAll(targetFs, targetPath, targetPath)
+    StateSchemaPaths.relocateAll(fs, dir, root)
     // The copy must restore before it says it is complete (its _savepoint file, written last).
-    SavepointVerifier.verify(targetFs, targetPath, batch + 1)
+    SavepointVerifier.verify(fs, dir, batch + 1, root)
     val queryId = entries.find(_.relPath == CheckpointPaths.Metadata).flatMap(reader.read)
       .map(new String(_, StandardCharsets.UTF_8)).flatMap(CheckpointPaths.queryIdOf)
-    val manifest = new JMap[String, Any]()
-    manifest.put("batchId", batch)
-    manifest.put("queryId", queryId.orNull)
-    manifest.put("files", written)
-    manifest.put("bytes", bytes)
-    manifest.put("inlineFiles", entries.count(_.inline))
-    manifest.put("createdAtMs", System.currentTimeMillis())
-    val json = new ObjectMapper().writeValueAsString(manifest)
-    val out = targetFs.create(new Path(targetPath, ManifestFile), false)
-    try out.write(json.getBytes(StandardCharsets.UTF_8)) finally out.close()
-    manifest.put("path", targetStr)
-    io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
-      .foreach(_.savepointTaken(sourceRoot, queryId.getOrElse(""), batch, targetStr))
-    new ObjectMapper().writeValueAsString(manifest)
+    Copied(queryId, written, bytes, entries.count(_.inline))
   }
 
   /** Whether a file of the source belongs in a savepoint at `batch`. */

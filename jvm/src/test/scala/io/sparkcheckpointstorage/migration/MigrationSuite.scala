@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{LongType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.layout.SparkSettingKeys
+import io.sparkcheckpointstorage.layout.{CheckpointPublication, SparkSettingKeys}
 
 /** What a migration decides from the files alone: no Spark session needed. */
 class MigrationSuite extends AnyFunSuite {
@@ -104,17 +104,40 @@ class MigrationSuite extends AnyFunSuite {
   test("targets: inside or around the source, not empty, or left by a killed migration") {
     val root = checkpoint(1)
     val source = new Path(root.toUri).toString.stripSuffix("/")
-    assert(refused(TargetLocation.prepare(source, root.resolve("x").toString, conf)).contains("lies inside"))
-    assert(refused(TargetLocation.prepare(source, root.getParent.toString, conf)).contains("contains the checkpoint"))
-    assert(refused(TargetLocation.prepare(source, root.resolve("state").toString, conf)).contains("lies inside"))
+    def prepare(target: String) = CheckpointPublication.prepare(Migration.Writer, source, target, conf)
+    assert(refused(prepare(root.resolve("x").toString)).contains("lies inside"))
+    assert(refused(prepare(root.getParent.toString)).contains("contains the checkpoint"))
+    assert(refused(prepare(root.resolve("state").toString)).contains("lies inside"))
     val parent = Files.createTempDirectory("scs-targets-")
     write(parent, "busy/file", "x")
-    assert(refused(TargetLocation.prepare(source, parent.resolve("busy").toString, conf)).contains("not empty"))
-    val fresh = TargetLocation.prepare(source, parent.resolve("dst").toString, conf)
-    assert(fresh.temporary.getName.startsWith(".dst" + TargetLocation.TempMarker))
+    assert(refused(prepare(parent.resolve("busy").toString)).contains("not empty"))
+    val fresh = prepare(parent.resolve("dst").toString)
+    assert(fresh.temporary.getName.startsWith(".dst" + Migration.Writer.marker))
     write(parent, ".dst.migrating-1234abcd/_MIGRATION_INCOMPLETE", "x")
-    assert(refused(TargetLocation.prepare(source, parent.resolve("dst").toString, conf))
-      .contains("An earlier migration to"))
+    assert(refused(prepare(parent.resolve("dst").toString)).contains("An earlier migration to"))
+    // Any writer's leftover refuses any writer, naming what it was.
+    write(parent, ".sp.saving-1234abcd/_SAVEPOINT_INCOMPLETE", "x")
+    val left = refused(prepare(parent.resolve("sp").toString))
+    assert(left.contains("An earlier savepoint to") && left.contains(".sp.saving-1234abcd") &&
+      left.contains("and migrate again"), left)
+  }
+
+  test("a publication is written into its hidden sibling and renamed into place, or discarded") {
+    val source = new Path(checkpoint(1).toUri).toString.stripSuffix("/")
+    val parent = Files.createTempDirectory("scs-publish-")
+    val dst = CheckpointPublication.prepare(Migration.Writer, source, parent.resolve("dst").toString, conf)
+    dst.begin("unfinished")
+    dst.writeText("a/b", "x")
+    assert(Files.exists(parent.resolve(dst.temporary.getName).resolve(Migration.InProgressFile)))
+    assert(!Files.exists(parent.resolve("dst")))
+    dst.publish()
+    assert(Files.readAllLines(parent.resolve("dst/a/b")).get(0) == "x")
+    assert(!Files.exists(parent.resolve("dst").resolve(Migration.InProgressFile)))
+    assert(Files.list(parent).count() == 1)
+    val failed = CheckpointPublication.prepare(Migration.Writer, source, parent.resolve("other").toString, conf)
+    failed.begin("unfinished")
+    failed.discard(new RuntimeException("failed"))
+    assert(Files.list(parent).count() == 1)
   }
 
   test("target and source providers must be loadable state store providers") {

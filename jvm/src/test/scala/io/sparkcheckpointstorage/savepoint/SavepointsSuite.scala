@@ -86,6 +86,14 @@ class SavepointsSuite extends AnyFunSuite {
     assert(refused(fresh, 2).contains("omit the batch to save it"))
     assert(refused(fresh, 9).contains("has no committed batch 9"))
     assert(!Files.exists(java.nio.file.Paths.get(fresh)))
+    // What an unfinished savepoint (or migration) left beside the target.
+    val parent = Files.createTempDirectory("scs-left")
+    Files.createDirectories(parent.resolve(".sp.saving-1234abcd"))
+    val left = refused(parent.resolve("sp").toString, -1)
+    assert(left.contains("An earlier savepoint to") && left.contains(".sp.saving-1234abcd") &&
+      left.contains("was never written") && left.contains("take the savepoint again"), left)
+    Files.createDirectories(parent.resolve(".mp.migrating-1234abcd"))
+    assert(refused(parent.resolve("mp").toString, -1).contains("An earlier migration to"))
   }
 
   test("a state file deleted while it is copied fails the savepoint; nothing says it is complete") {
@@ -95,9 +103,16 @@ class SavepointsSuite extends AnyFunSuite {
     PausingFileSystem.conf.foreach { case (k, v) => c.set(k, v) }
     val pause = new PausingFileSystem.Pause(_.toString.endsWith("state/0/0/1.heap-delta"))
     PausingFileSystem.pause = Some(pause)
-    val target = Files.createTempDirectory("scs-savepoint-dst").resolve("sp")
+    val parent = Files.createTempDirectory("scs-savepoint-dst")
+    val target = parent.resolve("sp")
+    @volatile var midway = Seq.empty[String]
     val running = new Thread(() => {
       assert(pause.awaitEntered(), "the savepoint never copied state/0/0/1.heap-delta")
+      // Mid-write: only a hidden sibling, saying what it is; nothing at the target.
+      midway = Files.list(parent).iterator().asScala.map(_.getFileName.toString).toSeq
+      midway.headOption.foreach { n =>
+        midway :+= new String(Files.readAllBytes(parent.resolve(n).resolve(Savepoints.InProgressFile)), UTF_8)
+      }
       // The running query's cleanup deletes the file between the listing and the copy.
       Files.delete(source.resolve("state/0/0/1.heap-delta"))
       pause.release.countDown()
@@ -112,6 +127,10 @@ class SavepointsSuite extends AnyFunSuite {
       PausingFileSystem.pause = None
     }
     assert(!Files.exists(target.resolve(Savepoints.ManifestFile)))
+    assert(midway.size == 2 && midway.head.startsWith(".sp" + Savepoints.Writer.marker), midway)
+    assert(midway(1).contains("An unfinished savepoint of") && midway(1).contains("not a checkpoint to start a query from"))
+    // A failed savepoint leaves nothing.
+    assert(Files.list(parent).count() == 0)
   }
 
   test("a copy that cannot restore is refused before its _savepoint file is written") {
