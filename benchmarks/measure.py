@@ -157,6 +157,9 @@ def main(params_file: str) -> int:
     for k, v in list((remote or {}).get("spark_conf", {}).items()) + \
             list(variant["conf"].items()) + list(params["extra_conf"].items()):
         builder = builder.config(k, v.replace("{checkpoint}", checkpoint).replace("{run_dir}", run_dir))
+    if params.get("profile"):
+        import batch_profile
+        builder = builder.config("spark.driver.extraJavaOptions", batch_profile.JAVA_OPTIONS)
     builder = configure_spark_with_checkpoint_storage(builder)
     if variant.get("tests_jar"):
         # The benchmark-only classes (the stateful floor) come from the tests jar.
@@ -287,7 +290,12 @@ def main(params_file: str) -> int:
             heap["rss_before"] = jvm.rss()
         query = start()
         total = shape["batches"] + (1 if preload else 0)
+        recording = None
         for i in range(total):
+            if params.get("profile") and i == 1:
+                # After the first batch (query start, JIT warm-up): the batches the means cover.
+                import batch_profile
+                recording = batch_profile.start(spark)
             b = run_batch(query, i, inputs[i])
             b["preload"] = bool(preload and i == 0)
             emit(event="batch", total=total, **b)
@@ -296,6 +304,9 @@ def main(params_file: str) -> int:
                 heap["rss_after_preload"] = jvm.rss()
                 heap["memoryUsedBytes_after_preload"] = b["memoryUsedBytes"]
                 heap["numRowsTotal_after_preload"] = b["numRowsTotal"]
+        if recording is not None:
+            jfr = batch_profile.stop(spark, recording, os.path.join(run_dir, "batches.jfr"))
+            emit(event="profile", jfr=jfr, **batch_profile.breakdown(jfr, total - 1, shape["partitions"]))
         if preload:
             heap["after_updates"] = jvm.used_heap(gc=True)
             heap["rss_after_updates"] = jvm.rss()

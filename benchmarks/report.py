@@ -243,6 +243,14 @@ def summarize(results: List[Dict], warmup: int, workload_name: str) -> Tuple[str
         t, m = _floor_table(sh, summary["shapes"][lab])
         text += t
         md += m
+        profiles = {r["variant"]: r["profile"] for r in sh.runs if r.get("profile")}
+        if profiles:
+            import batch_profile
+            t = batch_profile.table(profiles)
+            what = "where the CPU time of the measured batches goes (JFR samples; ms per batch, ms per state task):"
+            text += ["", what] + t
+            md += ["", what[0].upper() + what[1:], ""] + t
+            summary["shapes"][lab]["profile"] = profiles
         for ref in sh.references:
             if w["preload"]:
                 # A restart's first batch has fixed costs no state store removes (a new

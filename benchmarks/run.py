@@ -132,7 +132,7 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
     with open(params_file, "w") as f:
         json.dump({"workload": w.as_dict(), "variant": dict(variant, name=name), "inputs": inputs,
                    "run_dir": run_dir, "extra_conf": extra_conf, "remote": remote,
-                   "heap_warmup": not args.no_heap_warmup}, f, indent=1)
+                   "heap_warmup": not args.no_heap_warmup, "profile": args.profile}, f, indent=1)
     result: Dict = {"variant": name, "label": variant["label"], "builtin": variant["builtin"],
                     # "stateful" (the floor provider), "stateless" (no state store), or False
                     "reference": variant.get("reference") or False,
@@ -165,6 +165,10 @@ def run_variant(args, name: str, variant: Dict, w: Workload, inputs: List[str], 
                                                _fmt_s(e["ms"]), _fmt_s(e["start_to_done_ms"]),
                                                _fmt_s(e["commitTimeMs"]), e["numRowsTotal"],
                                                e["state_files"] + e["pack_files"]), flush=True)
+        elif kind == "profile":
+            result["profile"] = e
+            print("[%s] profile: %d CPU samples over %d batches (%s)" % (tag, e["samples"], e["batches"], e["jfr"]),
+                  flush=True)
         elif kind == "error":
             result["child_error"] = e
         elif kind == "done":
@@ -239,6 +243,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="inputs, checkpoints, logs (default benchmarks/results/work)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where results go")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="record the measured batches with the JDK Flight Recorder and print where "
+                        "each variant's CPU time goes, per batch and per state task (benchmarks/batch_profile.py)")
     parser.add_argument("--no-heap-warmup", action="store_true",
                         help="W3: take the heap baseline without first running a one-batch warm-up query")
     args = parser.parse_args(argv)
