@@ -64,7 +64,7 @@ object Savepoints {
     }
 
     dst.begin(unfinished("savepoint", sourceRoot, batch, dst.path))
-    val copied = try {
+    val (copied, manifest) = try {
       val copied = copy(reader, batch, dst.fs, dst.temporary, dst.path)
       val manifest = new JMap[String, Any]()
       manifest.put("batchId", batch)
@@ -84,8 +84,8 @@ object Savepoints {
         throw e
     }
     io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
-      .foreach(_.savepointTaken(sourceRoot, copied._1.queryId.getOrElse(""), batch, targetStr))
-    new ObjectMapper().writeValueAsString(copied._2)
+      .foreach(_.savepointTaken(sourceRoot, copied.queryId.getOrElse(""), batch, targetStr))
+    new ObjectMapper().writeValueAsString(manifest)
   }
 
   /** What [[copy]] wrote. */
