@@ -16,8 +16,9 @@ Steps (``spec["steps"]``, in order):
 - ``first_freeze``: the first batch, the executors' first message to the driver inside a
   freeze;
 - ``freezes``: ``spec["mid_run_freezes"]`` more batches, each with a freeze inside it;
-- ``new_executor``: one executor JVM SIGKILLed between batches, then a batch once Spark has
-  started another; the counts' output names the executor JVM that computed each row.
+- ``new_executor``: one executor JVM SIGKILLed between batches, then batches (at most 3)
+  once Spark has started and registered another, until that one has computed rows; the
+  counts' output names the executor JVM that computed each row.
 
 Nothing here asserts: the driver writes what it saw to ``result.json`` (each query's output,
 the input, the executors, whether a query failed) and the test compares.
@@ -68,6 +69,9 @@ class FrozenDriver:
                    .config(jvm_names.PROVIDER_CLASS_CONF, jvm_names.HEAP_PROVIDER_CLASS)
                    .config("spark.rpc.askTimeout", "%ds" % self.spec["timeout_s"])
                    .config("spark.rpc.lookupTimeout", "%ds" % self.spec["timeout_s"])
+                   # Any free executor takes any task: the executor started after a kill
+                   # runs state tasks without waiting for the survivor's to run out.
+                   .config("spark.locality.wait", "0")
                    .config("spark.sql.streaming.checkpointStorage", storage))
         if storage == "driver":
             builder = builder.config("spark.sql.streaming.checkpointStorage.checkpointPath",
@@ -178,6 +182,24 @@ class FrozenDriver:
     def wait_for_executors(self, n: int, exclude=(), timeout: float = 120) -> Dict[str, int]:
         return executors.wait_for_executors(self.jvm_pid, n, exclude, timeout)
 
+    def wait_for_registration(self, executor_ids, timeout: float = 120):
+        """Until the driver has registered every executor of ``executor_ids``."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            registered = set(str(self.spark._jsc.sc().getExecutorIds().mkString(",")).split(","))
+            if executor_ids <= registered:
+                return
+            time.sleep(0.5)
+
+    def read_counts(self) -> Dict[int, list]:
+        counts_out = os.path.join(self.work, "out", "counts")
+        out = {}
+        for n in os.listdir(counts_out):
+            if n.endswith(".json"):
+                with open(os.path.join(counts_out, n)) as f:
+                    out[int(n[:-5])] = json.load(f)
+        return out
+
     # -- the run
 
     def batch(self, step: str, b: int, freeze: bool):
@@ -210,12 +232,20 @@ class FrozenDriver:
                 before = self.executor_pids()
                 victim = min(before, key=int)
                 os.kill(before[victim], signal.SIGKILL)
-                self.wait_for_executors(1, exclude=set(before))
+                new = self.wait_for_executors(1, exclude=set(before))
+                self.wait_for_registration(set(new))
                 self.result["killed_executor"] = {victim: before[victim]}
                 self.result["executors_after_kill"] = self.executor_pids()
-                self.batch(step, b, freeze=False)
-                self.result["batch_after_kill"] = b
-                b += 1
+                # Until the new executor has run state tasks (at most 3 batches; Spark hands
+                # a free executor any task, spark.locality.wait being 0).
+                self.result["batches_after_kill"] = []
+                for _ in range(3):
+                    self.batch(step, b, freeze=False)
+                    self.result["batches_after_kill"].append(b)
+                    b += 1
+                    pids = {row[3] for row in self.read_counts().get(b - 1, [])}
+                    if pids & set(new.values()):
+                        break
         for name, q in self.queries.items():
             if q.exception() is not None and name not in self.result["query_exceptions"]:
                 self.result["query_exceptions"][name] = str(q.exception())[:4000]
@@ -225,10 +255,8 @@ class FrozenDriver:
                 {p["runId"] for p in q.recentProgress})
             q.stop()
         self.result["input"] = [r for fed in self.fed for r in batch_rows(fed)]
-        counts_out = os.path.join(self.work, "out", "counts")
-        self.result["counts"] = {
-            int(n[:-5]): json.load(open(os.path.join(counts_out, n)))
-            for n in os.listdir(counts_out) if n.endswith(".json")}
+        self.result["counts"] = self.read_counts()
+        self.result["last_fed"] = b - 1
         self.result["dedup"] = [[r["k"], r["v"]] for r in
                                 self.spark.read.parquet(os.path.join(self.work, "out", "dedup")).collect()]
         with open(os.path.join(self.work, "result.json"), "w") as f:

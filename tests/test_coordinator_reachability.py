@@ -98,7 +98,8 @@ def test_a_driver_frozen_past_the_rpc_timeouts_loses_no_state_and_needs_no_resta
     assert out["query_exceptions"] == {}, out["query_exceptions"]
     for name, runs in out["run_ids"].items():
         assert len(runs) == 1, "%s ran %d times" % (name, len(runs))
-    assert out["last_batch"] == {"counts": 3, "dedup": 3}, out["last_batch"]
+    # Every file read (a query may split one file's arrival over two batches).
+    assert all(b >= out["last_fed"] for b in out["last_batch"].values()), (out["last_batch"], out["last_fed"])
 
     # The results equal the batch computation over the whole input.
     expected = defaultdict(lambda: [0, 0])
@@ -138,7 +139,7 @@ def test_a_driver_frozen_past_the_rpc_timeouts_loses_no_state_and_needs_no_resta
     new_pids = {p for e, p in out["executors_after_kill"].items()
                 if e not in out["executors_at_start"]}
     assert new_pids, out["executors_after_kill"]
-    computed_by = {pid for _, _, _, pid in out["counts"][str(out["batch_after_kill"])]}
+    computed_by = {pid for b in out["batches_after_kill"] for _, _, _, pid in out["counts"][str(b)]}
     assert new_pids & computed_by, (new_pids, computed_by)
     assert killed_pid not in computed_by
     assert not any(OURS in t for t in lost_tasks(steps["new_executor"]))
