@@ -4,13 +4,14 @@ import java.nio.charset.StandardCharsets
 
 import scala.jdk.CollectionConverters._
 
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.JsonNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.results.ResultCodec
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
 final case class StoreLayout(name: String, numColsPrefixKey: Int, numPartitions: Int)
@@ -68,8 +69,6 @@ final class CheckpointLayout private (
 }
 
 object CheckpointLayout {
-  private val mapper = new ObjectMapper()
-
   /** What a transformWithState query can be migrated to instead ([[TransformWithStateMigration]]). */
   private val TransformWithStateTarget = "Migrate it with to=rocksdb (--to rocksdb): that copies it, " +
     "and with num_partitions (--partitions) rescales it, from Spark 4.2."
@@ -159,7 +158,7 @@ object CheckpointLayout {
     if (lines.length < 2 || !lines(0).startsWith("v")) {
       throw new MigrationException(s"$where is not an offset log entry Spark wrote.")
     }
-    val conf = mapper.readTree(lines(1)).get("conf")
+    val conf = ResultCodec.readTree(lines(1)).get("conf")
     if (conf == null) Map.empty
     else conf.fieldNames().asScala.map(k => k -> conf.get(k).asText()).toMap
   }
@@ -170,7 +169,7 @@ object CheckpointLayout {
       throw new MigrationException(s"$where is operator metadata of version ${lines(0).trim}, which this " +
         "migration cannot read (it reads version 1, written for every operator but transformWithState).")
     }
-    val json: JsonNode = mapper.readTree(lines(1))
+    val json: JsonNode = ResultCodec.readTree(lines(1))
     val info = json.get("operatorInfo")
     val stores = json.get("stateStoreInfo").elements().asScala.map { s =>
       StoreLayout(s.get("storeName").asText(), s.get("numColsPrefixKey").asInt(), s.get("numPartitions").asInt())

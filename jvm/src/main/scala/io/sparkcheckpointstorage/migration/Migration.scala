@@ -1,10 +1,9 @@
 package io.sparkcheckpointstorage.migration
 
-import java.util.{ArrayList => JList, LinkedHashMap => JMap, UUID}
+import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -14,6 +13,7 @@ import org.apache.spark.util.SerializableConfiguration
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
+import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 
 /**
@@ -51,9 +51,8 @@ object Migration {
    * provider class). With `numPartitions` (null: unchanged) the state of every operator is
    * redistributed over that many partitions ([[StatePartitioning]], [[StateRowsShuffle]]) and
    * the resumed query runs with them. `progressId` (null: none) names the migration for
-   * [[MigrationProgress.snapshot]] while it runs. Returns JSON: `path`, `batchId`,
-   * `sourceProvider`, `targetProvider`, `operators` (with rows per store), `rows`, `files`,
-   * `bytes`, `seconds`.
+   * [[MigrationProgress.snapshot]] while it runs. Returns JSON of a
+   * [[io.sparkcheckpointstorage.results.MigrationResult]].
    */
   def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long,
       numPartitions: java.lang.Integer, progressId: String): String = {
@@ -110,7 +109,7 @@ object Migration {
       conf: Configuration,
       started: Long,
       options: WriteOptions,
-      extra: Map[String, Any] = Map.empty)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
+      canonicalSavepoint: Option[String] = None)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
     if (targetProvider == TargetProvider.Hdfs &&
         layout.offsetConf.get(SparkSettingKeys.RowChecksum).exists(_.trim.equalsIgnoreCase("true"))) {
       throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
@@ -155,32 +154,14 @@ object Migration {
         val (files, bytes) = CheckpointCopier.copy(layout, fs, temp, targetProvider, options.numPartitions)
         (written, files, bytes)
       }
-      val result = new JMap[String, Any]()
-      result.put("source", layout.root)
-      result.put("batchId", layout.batchId)
-      result.put("sourceProvider", layout.sourceProvider)
-      result.put("targetProvider", targetProvider)
-      result.put("numPartitions", options.numPartitions.getOrElse(layout.numPartitions))
-      result.put("sourceNumPartitions", layout.numPartitions)
-      val operators = new JList[Any]()
-      layout.operators.foreach { op =>
-        val o = new JMap[String, Any]()
-        o.put("operatorId", op.id)
-        o.put("operatorName", op.name)
-        val stores = new JList[Any]()
-        written.filter(_.operatorId == op.id).foreach { w =>
-          val s = new JMap[String, Any]()
-          s.put("store", w.store)
-          s.put("rows", w.rowsPerPartition.sum)
-          s.put("rowsPerPartition", java.util.Arrays.asList(w.rowsPerPartition.map(Long.box): _*))
-          stores.add(s)
-        }
-        o.put("stores", stores)
-        operators.add(o)
+      val operators = layout.operators.map { op =>
+        MigratedOperator(op.id, op.name, written.filter(_.operatorId == op.id).map { w =>
+          MigratedStore(w.store, w.rowsPerPartition.sum, w.rowsPerPartition)
+        })
       }
-      result.put("operators", operators)
-      result.put("rows", written.map(_.rowsPerPartition.sum).sum)
-      extra.foreach { case (k, v) => result.put(k, v) }
+      val result = MigrationManifest(layout.root, layout.batchId, layout.sourceProvider, targetProvider,
+        options.numPartitions.getOrElse(layout.numPartitions), layout.numPartitions, operators,
+        written.map(_.rowsPerPartition.sum).sum, canonicalSavepoint)
       publish(dst, result, files, bytes, started)
     } catch {
       case NonFatal(e) =>
@@ -191,22 +172,17 @@ object Migration {
   }
 
   /**
-   * Writes the migration's manifest (`result`) into the target's hidden sibling, publishes
-   * the target, and returns `result` with where it went, what it holds and the time taken, as JSON.
+   * Writes the migration's manifest into the target's hidden sibling, publishes the target, and
+   * returns the [[MigrationResult]]: the manifest with where it went, what it holds and the time
+   * taken, as JSON.
    */
-  private[migration] def publish(dst: CheckpointPublication, result: JMap[String, Any], logFiles: Long, logBytes: Long,
-      started: Long): String = {
-    val fs = dst.fs
-    dst.writeText(ManifestFile, new ObjectMapper().writeValueAsString(result))
+  private[migration] def publish(dst: CheckpointPublication, manifest: MigrationManifest, logFiles: Long,
+      logBytes: Long, started: Long): String = {
+    dst.writeText(ManifestFile, ResultCodec.toJson(manifest))
     dst.publish()
-    val summary = fs.getContentSummary(dst.path)
-    result.put("path", dst.path.toString)
-    result.put("logFiles", logFiles)
-    result.put("logBytes", logBytes)
-    result.put("files", summary.getFileCount)
-    result.put("bytes", summary.getLength)
-    result.put("seconds", (System.nanoTime() - started) / 1e9)
-    new ObjectMapper().writeValueAsString(result)
+    val summary = dst.fs.getContentSummary(dst.path)
+    ResultCodec.toJson(MigrationResult(manifest, dst.path.toString, logFiles, logBytes, summary.getFileCount,
+      summary.getLength, (System.nanoTime() - started) / 1e9))
   }
 
   /**

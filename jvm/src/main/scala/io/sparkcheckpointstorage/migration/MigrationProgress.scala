@@ -1,11 +1,11 @@
 package io.sparkcheckpointstorage.migration
 
-import java.util.{LinkedHashMap => JMap}
 import java.util.concurrent.ConcurrentHashMap
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.SparkContext
 import org.apache.spark.util.LongAccumulator
+
+import io.sparkcheckpointstorage.results.{MigrationProgress => Report, ResultCodec}
 
 /**
  * How far a running migration is, for a caller that polls it from another thread (the
@@ -38,19 +38,9 @@ final class MigrationProgress private[migration] (sc: SparkContext, val totalSto
   private[migration] def finishing(): Unit = phase = "copying the logs and publishing"
 
   def json: String = {
-    val m = new JMap[String, Any]()
-    m.put("phase", phase)
-    m.put("storesDone", storesDone)
-    m.put("storesTotal", totalStores)
-    m.put("rowsWritten", rowsBefore + rowsWritten.value)
-    current.foreach { case (op, name, store, partitions) =>
-      m.put("operatorId", op)
-      m.put("operatorName", name)
-      m.put("store", store)
-      m.put("partitionsWritten", partitionsWritten.value)
-      m.put("partitions", partitions)
-    }
-    new ObjectMapper().writeValueAsString(m)
+    val store = current // read once: the migration's thread moves it on meanwhile
+    ResultCodec.toJson(Report(phase, storesDone, totalStores, rowsBefore + rowsWritten.value, store.map(_._1),
+      store.map(_._2), store.map(_._3), store.map(_ => partitionsWritten.value), store.map(_._4)))
   }
 }
 

@@ -1,12 +1,10 @@
 package io.sparkcheckpointstorage.migration
 
 import java.nio.charset.StandardCharsets
-import java.util.{ArrayList => JList, LinkedHashMap => JMap}
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -15,6 +13,7 @@ import org.apache.spark.sql.functions.col
 import io.sparkcheckpointstorage.BuildInfo
 import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, SparkSettingKeys, StateSchemaPaths}
+import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.Savepoints
 
 /**
@@ -92,16 +91,9 @@ object TransformWithStateMigration {
           progress.finishing()
         }
         val numPartitions = repartition.getOrElse(sourcePartitions)
-        val result = new JMap[String, Any]()
-        result.put("source", root)
-        result.put("batchId", batch)
-        result.put("sourceProvider", sourceProvider)
-        result.put("targetProvider", targetProvider)
-        result.put("numPartitions", numPartitions)
-        result.put("sourceNumPartitions", sourcePartitions)
         val (operatorList, rows) = stateVariableRows(plain, temp.toString, numPartitions)
-        result.put("operators", operatorList)
-        result.put("rows", rows)
+        val result = MigrationManifest(root, batch, sourceProvider, targetProvider, numPartitions, sourcePartitions,
+          operatorList, rows)
         // Read until here through the copy's schema files; the target names its own.
         StateSchemaPaths.relocateAll(fs, temp, dst.path)
         if (repartition.isDefined) fs.delete(sourceCopy, true)
@@ -143,39 +135,26 @@ object TransformWithStateMigration {
    * column families, not counted), or of each store of any
    * other operator, read back from the migrated copy; and their total.
    */
-  private def stateVariableRows(spark: SparkSession, checkpoint: String, numPartitions: Int): (JList[Any], Long) = {
-    val mapper = new ObjectMapper()
-    val operators = new JList[Any]()
-    var total = 0L
+  private def stateVariableRows(spark: SparkSession, checkpoint: String, numPartitions: Int): (Seq[MigratedOperator], Long) = {
     val metadata = spark.read.format("state-metadata").load(checkpoint).collect()
       .groupBy(_.getAs[Long]("operatorId")).toSeq.sortBy(_._1)
-    metadata.foreach { case (id, rows) =>
-      val variables = rows.flatMap(r => Option(r.getAs[String]("operatorProperties"))).map(mapper.readTree)
+    val operators = metadata.map { case (id, rows) =>
+      val variables = rows.flatMap(r => Option(r.getAs[String]("operatorProperties"))).map(ResultCodec.readTree)
         .flatMap(p => Option(p.get("stateVariables"))).flatMap(_.elements().asScala.map(_.get("stateName").asText()))
         // Spark's own column families (timers, `$`-named) are not read by name.
         .filterNot(_.startsWith("$"))
       // A state variable is read by its name; any other operator's store by the store's.
       val reads = if (variables.nonEmpty) variables.distinct.sorted.map(v => v -> ("stateVarName" -> v))
         else rows.map(_.getAs[String]("stateStoreName")).distinct.sorted.map(s => s -> ("storeName" -> s))
-      val o = new JMap[String, Any]()
-      o.put("operatorId", id)
-      o.put("operatorName", rows.head.getAs[String]("operatorName"))
-      val stores = new JList[Any]()
-      reads.foreach { case (name, (option, value)) =>
+      val stores = reads.toList.map { case (name, (option, value)) =>
         val perPartition = Array.fill(numPartitions)(0L)
         spark.read.format("statestore").option("path", checkpoint).option("operatorId", id)
           .option(option, value).load().groupBy(col("partition_id")).count().collect()
           .foreach(r => perPartition(r.getAs[Number](0).intValue) = r.getLong(1))
-        val s = new JMap[String, Any]()
-        s.put("store", name)
-        s.put("rows", perPartition.sum)
-        s.put("rowsPerPartition", java.util.Arrays.asList(perPartition.map(Long.box): _*))
-        stores.add(s)
-        total += perPartition.sum
+        MigratedStore(name, perPartition.sum, perPartition.toSeq)
       }
-      o.put("stores", stores)
-      operators.add(o)
-    }
-    (operators, total)
+      MigratedOperator(id, rows.head.getAs[String]("operatorName"), stores)
+    }.toList
+    (operators, operators.flatMap(_.stores.map(_.rows)).sum)
   }
 }

@@ -1,12 +1,10 @@
 package io.sparkcheckpointstorage.savepoint
 
 import java.nio.charset.StandardCharsets
-import java.util.{ArrayList => JList, LinkedHashMap => JMap}
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.Path
 import org.apache.spark.HashPartitioner
 import org.apache.spark.rdd.RDD
@@ -17,6 +15,8 @@ import org.apache.spark.sql.types.{DataType, StructType}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
 import io.sparkcheckpointstorage.migration.{CheckpointCopier, CheckpointLayout, Migration, MigrationException,
   MigrationSparkApi, StateRowsReader, StoreRows, TargetProvider, WriteOptions}
+import io.sparkcheckpointstorage.results.{CanonicalOperator, CanonicalSavepointManifest, CanonicalSavepointResult,
+  CanonicalStore, ResultCodec}
 
 /**
  * Savepoints in a canonical, provider-neutral form (Flink: canonical savepoints, which restore
@@ -38,9 +38,11 @@ import io.sparkcheckpointstorage.migration.{CheckpointCopier, CheckpointLayout, 
 object CanonicalSavepoints {
   val StateDir: String = CheckpointPaths.CanonicalState
   val Format = "canonical"
-  private val mapper = new ObjectMapper()
 
-  /** Writes a canonical savepoint of `source` at `batchId` (-1: the last committed) to `target`; returns JSON. */
+  /**
+   * Writes a canonical savepoint of `source` at `batchId` (-1: the last committed) to `target`; returns JSON of a
+   * [[CanonicalSavepointResult]].
+   */
   def create(spark: SparkSession, source: String, target: String, batchId: Long): String =
     Migration.inJobGroup(spark)(_ => write(spark, source, target, batchId))
 
@@ -53,11 +55,8 @@ object CanonicalSavepoints {
     val fs = dst.fs
     dst.begin(Savepoints.unfinished("canonical savepoint", layout.root, layout.batchId, dst.path))
     try {
-      val operators = new JList[Any]()
-      var total = 0L
-      layout.operators.foreach { op =>
-        val stores = new JList[Any]()
-        op.stores.foreach { store =>
+      val operators = layout.operators.toList.map { op =>
+        val stores = op.stores.toList.map { store =>
           val df = MigrationSparkApi.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
             .getOrElse {
               var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
@@ -67,42 +66,20 @@ object CanonicalSavepoints {
           val rel = s"$StateDir/${op.id}/${store.name}"
           df.write.partitionBy("partition_id").parquet(new Path(dst.temporary, rel).toString)
           val rows = spark.read.parquet(new Path(dst.temporary, rel).toString).count()
-          total += rows
-          val s = new JMap[String, Any]()
-          s.put("name", store.name)
-          s.put("path", rel)
-          s.put("numColsPrefixKey", store.numColsPrefixKey)
-          s.put("numPartitions", store.numPartitions)
-          s.put("keySchema", df.schema("key").dataType.json)
-          s.put("valueSchema", df.schema("value").dataType.json)
-          s.put("rows", rows)
-          stores.add(s)
+          CanonicalStore(store.name, rel, store.numColsPrefixKey, store.numPartitions,
+            df.schema("key").dataType.json, df.schema("value").dataType.json, rows)
         }
-        val o = new JMap[String, Any]()
-        o.put("operatorId", op.id)
-        o.put("operatorName", op.name)
-        o.put("stores", stores)
-        operators.add(o)
+        CanonicalOperator(op.id, op.name, stores)
       }
       // The provider recorded stays the source's until a restore picks one.
       CheckpointCopier.copy(layout, fs, dst.temporary, layout.sourceProvider)
-      val manifest = new JMap[String, Any]()
-      manifest.put("format", Format)
-      manifest.put("formatVersion", 1)
-      manifest.put("batchId", layout.batchId)
-      manifest.put("sourceProvider", layout.sourceProvider)
-      manifest.put("numPartitions", layout.numPartitions)
-      manifest.put("rows", total)
-      manifest.put("operators", operators)
-      manifest.put("createdAtMs", System.currentTimeMillis())
-      dst.writeText(Savepoints.ManifestFile, mapper.writeValueAsString(manifest))
+      val manifest = CanonicalSavepointManifest(Format, 1, layout.batchId, layout.sourceProvider, layout.numPartitions,
+        operators.map(_.stores.map(_.rows).sum).sum, operators, System.currentTimeMillis())
+      dst.writeText(Savepoints.ManifestFile, ResultCodec.toJson(manifest))
       dst.publish()
       val summary = fs.getContentSummary(dst.path)
-      manifest.put("path", dst.path.toString)
-      manifest.put("files", summary.getFileCount)
-      manifest.put("bytes", summary.getLength)
-      manifest.put("seconds", (System.nanoTime() - started) / 1e9)
-      mapper.writeValueAsString(manifest)
+      ResultCodec.toJson(CanonicalSavepointResult(manifest, dst.path.toString, summary.getFileCount, summary.getLength,
+        (System.nanoTime() - started) / 1e9))
     } catch {
       case NonFatal(e) =>
         Migration.discard(spark, dst, e)
@@ -116,7 +93,7 @@ object CanonicalSavepoints {
     val fs = path.getFileSystem(conf)
     if (!fs.exists(path)) return None
     val in = fs.open(path)
-    val json = try mapper.readTree(new String(org.apache.commons.io.IOUtils.toByteArray(in), StandardCharsets.UTF_8))
+    val json = try ResultCodec.readTree(new String(org.apache.commons.io.IOUtils.toByteArray(in), StandardCharsets.UTF_8))
       finally in.close()
     if (Option(json.get("format")).map(_.asText()).contains(Format)) Some(json) else None
   }
@@ -138,7 +115,7 @@ object CanonicalSavepoints {
       op.get("stores").elements().asScala.map(s => (op.get("operatorId").asLong(), s.get("name").asText()) -> s)
     }.toMap
     Migration.writeCheckpoint(spark, layout, target, targetProvider, conf, started, options,
-        Map("canonicalSavepoint" -> layout.root)) { (op, store) =>
+        Some(layout.root)) { (op, store) =>
       val s = stores.getOrElse((op.id, store.name), throw new MigrationException(
         s"The canonical savepoint $savepoint has no rows of store ${store.name} of operator ${op.id}."))
       val keySchema = DataType.fromJson(s.get("keySchema").asText()).asInstanceOf[StructType]

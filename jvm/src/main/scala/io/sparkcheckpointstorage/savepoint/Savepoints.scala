@@ -2,16 +2,15 @@ package io.sparkcheckpointstorage.savepoint
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets
-import java.util.{LinkedHashMap => JMap}
 
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, StateSchemaPaths}
+import io.sparkcheckpointstorage.results.{ResultCodec, SavepointManifest, SavepointResult}
 
 /** A savepoint cannot be taken; the message says why and what to do. */
 class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
@@ -49,7 +48,7 @@ object Savepoints {
   /**
    * Copies the checkpoint at `source` at batch `batchId` (-1: the last committed batch) to
    * `target`, which must not exist or be empty, and must not lie inside `source`.
-   * Returns JSON: `path`, `batchId`, `queryId`, `files`, `bytes`, `inlineFiles`.
+   * Returns JSON of a [[SavepointResult]].
    */
   def create(source: String, target: String, batchId: Long, conf: Configuration): String = {
     val reader = new CheckpointReader(source, conf)
@@ -66,17 +65,11 @@ object Savepoints {
     dst.begin(unfinished("savepoint", sourceRoot, batch, dst.path))
     val (copied, manifest) = try {
       val copied = copy(reader, batch, dst.fs, dst.temporary, dst.path)
-      val manifest = new JMap[String, Any]()
-      manifest.put("batchId", batch)
-      manifest.put("queryId", copied.queryId.orNull)
-      manifest.put("files", copied.files)
-      manifest.put("bytes", copied.bytes)
-      manifest.put("inlineFiles", copied.inlineFiles)
-      manifest.put("createdAtMs", System.currentTimeMillis())
+      val manifest = SavepointManifest(batch, copied.queryId, copied.files, copied.bytes, copied.inlineFiles,
+        System.currentTimeMillis())
       // Written last, once the copy restores: what says the copy is complete.
-      dst.writeText(ManifestFile, new ObjectMapper().writeValueAsString(manifest))
+      dst.writeText(ManifestFile, ResultCodec.toJson(manifest))
       dst.publish()
-      manifest.put("path", targetStr)
       (copied, manifest)
     } catch {
       case NonFatal(e) =>
@@ -85,7 +78,7 @@ object Savepoints {
     }
     io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
       .foreach(_.savepointTaken(sourceRoot, copied.queryId.getOrElse(""), batch, targetStr))
-    new ObjectMapper().writeValueAsString(manifest)
+    ResultCodec.toJson(SavepointResult(manifest, targetStr))
   }
 
   /** What [[copy]] wrote. */
