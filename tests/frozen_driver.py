@@ -72,6 +72,11 @@ class FrozenDriver:
                    # Any free executor takes any task: the executor started after a kill
                    # runs state tasks without waiting for the survivor's to run out.
                    .config("spark.locality.wait", "0")
+                   # A thawed driver first works off what queued while it was stopped: on a
+                   # loaded machine a retried commit can meet it still busy and time out
+                   # again. The test is about reaching it at all, so Spark may retry more
+                   # often than its default 4 before it calls the query failed.
+                   .config("spark.task.maxFailures", "8")
                    .config("spark.sql.streaming.checkpointStorage", storage))
         if storage == "driver":
             builder = builder.config("spark.sql.streaming.checkpointStorage.checkpointPath",
@@ -164,10 +169,11 @@ class FrozenDriver:
                 time.sleep(0.01)
             started = time.time()
             os.kill(self.jvm_pid, signal.SIGSTOP)
-            print("FROZE driver", file=sys.stderr, flush=True)
+            print("FROZE driver at %s" % time.strftime("%H:%M:%S"), file=sys.stderr, flush=True)
             time.sleep(self.spec["freeze_s"])
             os.kill(self.jvm_pid, signal.SIGCONT)
-            print("THAWED driver after %.1f s" % (time.time() - started), file=sys.stderr, flush=True)
+            print("THAWED driver after %.1f s at %s" % (time.time() - started, time.strftime("%H:%M:%S")),
+                  file=sys.stderr, flush=True)
             self.result["freezes"].append({"seconds": round(time.time() - started, 1)})
 
         t = threading.Thread(target=freeze, daemon=True)
