@@ -41,6 +41,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(.*\.)?F"),
     ("py:class", r"enum\..*"),
     ("py:meth", r"PySparkException\..*"),
+    # The type variable of the result classes' from_json (each returns its own class).
+    ("py:class", r"spark_checkpoint_storage\.results\._R"),
 ]
 
 autosummary_generate = True
@@ -61,7 +63,7 @@ if os.environ.get("SCS_DOCS_OFFLINE", "1") == "1":
 #: name of each (``__all__``) gets a page and must carry a docstring (with an example: see
 #: below).
 _FIRST = ["checkpoint_storage", "checkpoint_config", "session", "state_backend", "java_gateway",
-          "savepoints", "inspection", "migration", "errors"]
+          "savepoints", "inspection", "migration", "results", "errors"]
 #: Not API: the command line's jobs (documented as commands) and private modules.
 _NOT_API = {"__main__", "demo"}
 API_MODULES = _FIRST + sorted(

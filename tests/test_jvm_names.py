@@ -1,6 +1,8 @@
 """Every JVM name the Python package uses (spark_checkpoint_storage.jvm_names) exists in the jar
 and in the running Spark: classes load, setting keys equal the JVM's, the static settings and
 the migration targets are the JVM's own lists."""
+import json
+
 import pytest
 
 from spark_checkpoint_storage import jvm_names
@@ -97,3 +99,45 @@ def test_rocksdb_setting_keys_are_the_ones_spark_reads(jvm):
         and parsed.compactOnCommit()
     assert parsed.totalMemoryUsageMB() == defaults.totalMemoryUsageMB() + 7
     assert parsed.blockCacheSizeMB() == defaults.blockCacheSizeMB() + 5
+
+
+def test_result_classes_have_the_fields_of_the_jvm_results(jvm):
+    """Each result class of spark_checkpoint_storage.results has exactly the fields, in the
+    order, of the case class of the same name that the jar's ResultCodec writes: a field added,
+    renamed or removed on either side fails here, naming the type and both lists."""
+    import json
+
+    from spark_checkpoint_storage.results import RESULT_TYPES
+
+    schema = json.loads(jvm_names.jvm_class(jvm, jvm_names.RESULT_CODEC_CLASS).schemaJson())
+    python = {cls.__name__: cls.jvm_fields() for cls in RESULT_TYPES}
+    assert sorted(python) == sorted(schema), "result types: Python %s, JVM %s" % (
+        sorted(python), sorted(schema))
+    for name, fields in schema.items():
+        assert python[name] == fields, "%s: Python %s, JVM %s" % (name, python[name], fields)
+
+
+def test_a_result_with_a_field_missing_or_unknown_is_refused_naming_it():
+    from spark_checkpoint_storage.errors import ResultSchemaException
+    from spark_checkpoint_storage.results import MigrationResult
+
+    operators = [{"operatorId": 0, "operatorName": "stateStoreSave",
+                  "stores": [{"store": "default", "rows": 3, "rowsPerPartition": [1, 2]}]}]
+    data = {"source": "file:/cp", "batchId": 2, "sourceProvider": "a.P", "targetProvider": "b.P",
+            "numPartitions": 2, "sourceNumPartitions": 4, "operators": operators, "rows": 3,
+            "path": "file:/dst", "logFiles": 3, "logBytes": 30, "files": 9, "bytes": 900,
+            "seconds": 2.5}
+    result = MigrationResult.from_json(json.dumps(data))
+    assert result.operators[0].stores[0].rows_per_partition == (1, 2)
+    assert result.operators[0]["stores"][0]["rowsPerPartition"] == (1, 2)  # as when it was a dict
+    assert result.to_dict() == data and result.canonical_savepoint is None
+    restored = dict(data, canonicalSavepoint="file:/sp")
+    assert MigrationResult.from_json(json.dumps(restored)).to_dict() == restored
+    with pytest.raises(ResultSchemaException, match="unknown fields sourcePartitions and lacks rows$|"
+                       "unknown fields sourcePartitions and lacks rows:"):
+        MigrationResult.from_json(json.dumps(dict({k: v for k, v in data.items() if k != "rows"},
+                                                  sourcePartitions=2)))
+    nested = dict(data, operators=[dict(operators[0], stores=[{"store": "default", "rows": 3}])])
+    with pytest.raises(ResultSchemaException, match=r"MigrationResult\.operators\[0\]\.stores\[0\] "
+                       r"\(MigratedStore\) from the JVM lacks rowsPerPartition"):
+        MigrationResult.from_json(json.dumps(nested))

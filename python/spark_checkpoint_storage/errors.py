@@ -41,6 +41,7 @@ __all__ = [
     "MigrationException",
     "StaticConfigurationException",
     "ClassicSessionRequiredException",
+    "ResultSchemaException",
     "convert_jvm_exception",
     "install_error_conversion",
     "is_error_conversion_installed",
@@ -178,6 +179,13 @@ class ClassicSessionRequiredException(CheckpointStorageException, RuntimeError):
     """The operation needs the driver JVM through py4j, which a Spark Connect client has not."""
 
     CONDITION = "CHECKPOINT_STORAGE.CLASSIC_SESSION_REQUIRED"
+
+
+class ResultSchemaException(CheckpointStorageException, ValueError):
+    """A result from the JVM lacks a field of its Python class (:mod:`spark_checkpoint_storage.results`)
+    or has one it does not know: the jar is of another build than the Python package."""
+
+    CONDITION = "CHECKPOINT_STORAGE.RESULT_SCHEMA"
 
 
 # JVM exception classes, most specific first, and the Python error each becomes.

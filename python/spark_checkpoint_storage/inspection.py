@@ -6,13 +6,14 @@ written and how long it took to commit.
 
 Also on the command line: ``python -m spark_checkpoint_storage inspect <checkpoint> [--plot out.png]``.
 """
-import json
+import dataclasses
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import jvm_errors
 from spark_checkpoint_storage.jvm_names import jvm_class
+from spark_checkpoint_storage.results import InspectedBatch, InspectedStore, InspectionResult
 from spark_checkpoint_storage.session import checkpoint_location_and_session, jvm_and_hadoop_conf
 
 __all__ = ["CheckpointInspection", "MatplotlibNotInstalledError", "inspect_checkpoint"]
@@ -27,26 +28,17 @@ class MatplotlibNotInstalledError(ImportError):
     message names the command that installs it (the ``inspection`` extra).
     """
 
-_STORE_COLUMNS = [
-    ("operator", "operator"), ("partition", "partition"), ("store", "store"),
-    ("files", "files"), ("inlineFiles", "inline_files"), ("inlineBytes", "inline_bytes"),
-    ("fileBytes", "file_bytes"), ("minVersion", "min_version"), ("maxVersion", "max_version"),
-    ("latestSnapshotVersion", "latest_snapshot_version"),
-    ("restorableFromVersion", "restorable_from_version"),
-]
-_BATCH_COLUMNS = [
-    ("batchId", "batch_id"), ("committed", "committed"), ("startedAtMs", "started_at_ms"),
-    ("committedAtMs", "committed_at_ms"), ("durationMs", "duration_ms"),
-    ("stateFiles", "state_files"), ("inlineBytes", "inline_bytes"), ("fileBytes", "file_bytes"),
-]
-_PACK_COLUMNS = [
-    ("name", "name"), ("batchId", "batch_id"), ("bytes", "bytes"), ("entries", "entries"),
-    ("liveEntries", "live_entries"), ("deleted", "deleted"),
-]
+#: The pack table's columns: live entries beside entries, as the table has always had them.
+_PACK_COLUMNS = ("name", "batch_id", "bytes", "entries", "live_entries", "deleted")
 
 
-def _rows(items: List[Dict[str, Any]], columns: List[Tuple[str, str]]) -> Dict[str, List[Any]]:
-    return {py: [item.get(jvm) for item in items] for jvm, py in columns}
+def _rows(items: Tuple[Any, ...], names: Tuple[str, ...]) -> Dict[str, List[Any]]:
+    """Columns of ``names`` (the result rows' fields, in their order) over ``items``."""
+    return {name: [getattr(item, name) for item in items] for name in names}
+
+
+def _columns(row_type: Any) -> Tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(row_type))
 
 
 def _table(columns: Dict[str, List[Any]]) -> Any:
@@ -86,62 +78,66 @@ class CheckpointInspection(object):
         >>> info.plot("/tmp/state.png")  # doctest: +SKIP
     """
 
-    def __init__(self, data: Dict[str, Any]):
-        self._data = data
+    def __init__(self, result: Union[InspectionResult, Dict[str, Any]]):
+        if isinstance(result, dict):
+            result = InspectionResult._from_dict(result, "CheckpointInspection")
+        #: What the JVM read, typed (:class:`~spark_checkpoint_storage.results.InspectionResult`).
+        self.result: InspectionResult = result
         #: The checkpoint location, qualified.
-        self.checkpoint: str = data["checkpoint"]
+        self.checkpoint: str = result.checkpoint
         #: The query's id (its ``metadata`` file), or None.
-        self.query_id: Optional[str] = data.get("queryId")
+        self.query_id: Optional[str] = result.query_id
         #: The storage its ``checkpoint-storage`` marker records, or None.
-        self.storage: Optional[str] = data.get("storage")
+        self.storage: Optional[str] = result.storage
         #: Whether the marker says its state persists, or None.
-        self.persistent: Optional[bool] = data.get("persistent")
+        self.persistent: Optional[bool] = result.persistent
         #: The batches of the commit log, ascending.
-        self.committed_batches: List[int] = list(data["committedBatches"])
+        self.committed_batches: List[int] = list(result.committed_batches)
         #: Batches in the offset log without a commit (running or failed).
-        self.uncommitted_batches: List[int] = list(data["uncommittedBatches"])
+        self.uncommitted_batches: List[int] = list(result.uncommitted_batches)
         #: The last committed batch, or None.
-        self.last_committed_batch: Optional[int] = data.get("lastCommittedBatch")
-        first, last = data.get("retainedFirstBatch"), data.get("retainedLastBatch")
+        self.last_committed_batch: Optional[int] = result.last_committed_batch
+        first, last = result.retained_first_batch, result.retained_last_batch
         #: The committed batches a query can restart from, (first, last), or None.
-        self.retained_range: Optional[Tuple[int, int]] = None if first is None else (first, last)
+        self.retained_range: Optional[Tuple[int, int]] = \
+            None if first is None or last is None else (first, last)
         #: One row per operator, partition and store (a ``pyarrow.Table``).
-        self.stores = _table(_rows(data["stores"], _STORE_COLUMNS))
+        self.stores = _table(_rows(result.stores, _columns(InspectedStore)))
         #: One row per batch of the offset log (a ``pyarrow.Table``).
-        self.batches = _table(_rows(data["batches"], _BATCH_COLUMNS))
+        self.batches = _table(_rows(result.batches, _columns(InspectedBatch)))
         #: One row per pack file (a ``pyarrow.Table``).
-        self.packs = _table(_rows(data["packs"], _PACK_COLUMNS))
+        self.packs = _table(_rows(result.packs, _PACK_COLUMNS))
 
     def to_dict(self) -> Dict[str, Any]:
-        """The inspection as plain Python values (JSON-compatible)."""
-        return json.loads(json.dumps(self._data))
+        """The inspection as plain Python values (JSON-compatible, the JVM's field names)."""
+        return self.result.to_dict()
 
     @property
     def total_inline_bytes(self) -> int:
         """State bytes held inline (by the driver, or in packs), over every store."""
-        return sum(s["inlineBytes"] for s in self._data["stores"])
+        return sum(s.inline_bytes for s in self.result.stores)
 
     @property
     def total_file_bytes(self) -> int:
         """State bytes in files of their own, over every store."""
-        return sum(s["fileBytes"] for s in self._data["stores"])
+        return sum(s.file_bytes for s in self.result.stores)
 
     @property
     def total_files(self) -> int:
         """State files (inline or not) of every store."""
-        return sum(s["files"] for s in self._data["stores"])
+        return sum(s.files for s in self.result.stores)
 
     def operators(self) -> Any:
         """State per operator: stores, files, inline and file bytes, summed over partitions."""
         per_op: Dict[int, Dict[str, int]] = {}
-        for s in self._data["stores"]:
-            op = per_op.setdefault(s["operator"], {"stores": 0, "files": 0, "inline_files": 0,
-                                                   "inline_bytes": 0, "file_bytes": 0})
+        for s in self.result.stores:
+            op = per_op.setdefault(s.operator, {"stores": 0, "files": 0, "inline_files": 0,
+                                                "inline_bytes": 0, "file_bytes": 0})
             op["stores"] += 1
-            op["files"] += s["files"]
-            op["inline_files"] += s["inlineFiles"]
-            op["inline_bytes"] += s["inlineBytes"]
-            op["file_bytes"] += s["fileBytes"]
+            op["files"] += s.files
+            op["inline_files"] += s.inline_files
+            op["inline_bytes"] += s.inline_bytes
+            op["file_bytes"] += s.file_bytes
         ops = sorted(per_op)
         columns: Dict[str, List[Any]] = {"operator": ops}
         for key in ("stores", "files", "inline_files", "inline_bytes", "file_bytes"):
@@ -157,7 +153,6 @@ class CheckpointInspection(object):
         Times are ISO-8601 local times to the second (``2026-11-26T10:02:03``);
         :meth:`to_dict` keeps the epoch milliseconds.
         """
-        d = self._data
         retained = ("%d to %d" % self.retained_range) if self.retained_range else "none"
         lines = [
             "checkpoint        %s" % self.checkpoint,
@@ -169,7 +164,7 @@ class CheckpointInspection(object):
             "retained range    %s" % retained,
             "state             %d files, %s inline, %s in files, %d packs"
             % (self.total_files, _size(self.total_inline_bytes), _size(self.total_file_bytes),
-               len(d["packs"])),
+               len(self.result.packs)),
             "",
             "operators",
             _text_table(self.operators()),
@@ -178,9 +173,9 @@ class CheckpointInspection(object):
             _text_table(self.stores),
             "",
             "batches (local times, %s)" % _local_zone(),
-            _text_table(_batch_rows(d["batches"])),
+            _text_table(_batch_rows(self.result.batches)),
         ]
-        if d["packs"]:
+        if self.result.packs:
             lines += ["", "packs", _text_table(self.packs)]
         return "\n".join(lines) + "\n"
 
@@ -206,11 +201,11 @@ class CheckpointInspection(object):
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
 
-        batches = [b for b in self._data["batches"] if b["committed"]]
-        ids = [b["batchId"] for b in batches]
-        inline = [b["inlineBytes"] or 0 for b in batches]
-        files = [b["fileBytes"] or 0 for b in batches]
-        durations = [b["durationMs"] or 0 for b in batches]
+        batches = [b for b in self.result.batches if b.committed]
+        ids = [b.batch_id for b in batches]
+        inline = [b.inline_bytes for b in batches]
+        files = [b.file_bytes for b in batches]
+        durations = [b.duration_ms or 0 for b in batches]
         # Bytes in one binary unit (and ms or s) on the axis: round ticks, not 195.3 KiB.
         most = max([i + f for i, f in zip(inline, files)] or [0])
         byte_unit, byte_scale = _unit(most, [("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2),
@@ -287,17 +282,17 @@ def _local_zone() -> str:
     return zone if not name or name[0] in "+-" or name.startswith("UTC") else "%s (%s)" % (zone, name)
 
 
-def _batch_rows(batches: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
+def _batch_rows(batches: Tuple[InspectedBatch, ...]) -> Dict[str, List[Any]]:
     """The batch table as the text shows it: local times instead of epoch milliseconds."""
     return {
-        "batch_id": [b.get("batchId") for b in batches],
-        "committed": [b.get("committed") for b in batches],
-        "started_at": [_local_time(b.get("startedAtMs")) for b in batches],
-        "committed_at": [_local_time(b.get("committedAtMs")) for b in batches],
-        "duration_ms": [b.get("durationMs") for b in batches],
-        "state_files": [b.get("stateFiles") for b in batches],
-        "inline_bytes": [b.get("inlineBytes") for b in batches],
-        "file_bytes": [b.get("fileBytes") for b in batches],
+        "batch_id": [b.batch_id for b in batches],
+        "committed": [b.committed for b in batches],
+        "started_at": [_local_time(b.started_at_ms) for b in batches],
+        "committed_at": [_local_time(b.committed_at_ms) for b in batches],
+        "duration_ms": [b.duration_ms for b in batches],
+        "state_files": [b.state_files for b in batches],
+        "inline_bytes": [b.inline_bytes for b in batches],
+        "file_bytes": [b.file_bytes for b in batches],
     }
 
 
@@ -365,4 +360,4 @@ def inspect_checkpoint(query_or_checkpoint_location: Any) -> CheckpointInspectio
     location, session = checkpoint_location_and_session(query_or_checkpoint_location)
     jvm, conf = jvm_and_hadoop_conf(session)
     text = jvm_class(jvm, jvm_names.INSPECTOR_CLASS).inspectJson(location, conf)
-    return CheckpointInspection(json.loads(text))
+    return CheckpointInspection(InspectionResult.from_json(text))

@@ -61,6 +61,8 @@ CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.CanonicalSavepoints"
 MIGRATION_CLASS = JVM_PACKAGE + ".migration.Migration"
 MIGRATION_PROGRESS_CLASS = JVM_PACKAGE + ".migration.MigrationProgress"
 INSPECTOR_CLASS = JVM_PACKAGE + ".inspection.CheckpointInspector"
+#: Writes the JVM's results as JSON and lists their fields (``schemaJson()``).
+RESULT_CODEC_CLASS = JVM_PACKAGE + ".results.ResultCodec"
 
 # -- Spark's classes -------------------------------------------------------------------------
 

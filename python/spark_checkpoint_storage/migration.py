@@ -12,13 +12,13 @@ where the resumed query's shuffle sends its key.
 Also on the command line: ``python -m spark_checkpoint_storage migrate SRC DST --to heap
 [--partitions N]``.
 """
-import json
 import threading
 import uuid
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import MigrationException, jvm_errors
+from spark_checkpoint_storage.results import MigrationProgress, MigrationResult
 from spark_checkpoint_storage.session import local_session
 
 __all__ = ["migrate", "MigrationResult", "MigrationProgress", "TARGET_PROVIDERS",
@@ -29,85 +29,6 @@ TARGET_PROVIDERS: Dict[str, str] = dict(jvm_names.MIGRATION_TARGETS)
 
 #: The file in a migrated checkpoint that describes the migration (JSON).
 MIGRATION_MANIFEST = "_migration"
-
-
-class MigrationResult(object):
-    """
-    What :func:`migrate` wrote: the new checkpoint's ``path``, the migrated ``batch_id``, the
-    ``source_provider`` and ``target_provider`` classes, ``num_partitions`` (the new
-    checkpoint's) and ``source_num_partitions``, per operator and store the rows written
-    (``operators``, with ``rowsPerPartition``), the total ``rows``, and the new checkpoint's
-    ``files`` and ``bytes``, and the ``seconds`` it took.
-
-    Example (``old`` is the checkpoint of a stopped query that committed batches 0-2):
-    ::
-
-        >>> from spark_checkpoint_storage.migration import migrate
-        >>> result = migrate(old, "/tmp/checkpoint-heap", to="heap")  # doctest: +SKIP
-        >>> result.batch_id, result.target_provider  # doctest: +SKIP
-        (2, 'io.sparkcheckpointstorage.provider.HeapStateStoreProvider')
-    """
-
-    def __init__(self, data: Dict[str, Any]):
-        self._data = data
-        self.path: str = data["path"]
-        self.batch_id: int = int(data["batchId"])
-        self.source_provider: str = data["sourceProvider"]
-        self.target_provider: str = data["targetProvider"]
-        self.num_partitions: int = int(data["numPartitions"])
-        self.source_num_partitions: int = int(data.get("sourceNumPartitions", self.num_partitions))
-        self.operators: List[Dict[str, Any]] = list(data["operators"])
-        self.rows: int = int(data["rows"])
-        self.files: int = int(data["files"])
-        self.bytes: int = int(data["bytes"])
-        self.seconds: float = float(data["seconds"])
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The result as plain Python values (JSON-compatible, the JVM's field names)."""
-        return dict(self._data)
-
-    def __repr__(self) -> str:
-        return ("MigrationResult(path=%r, batch_id=%d, %s -> %s, rows=%d, bytes=%d, seconds=%.1f)"
-                % (self.path, self.batch_id, self.source_provider.rsplit(".", 1)[-1],
-                   self.target_provider.rsplit(".", 1)[-1], self.rows, self.bytes, self.seconds))
-
-
-class MigrationProgress(object):
-    """
-    How far a running :func:`migrate` is, as passed to its ``progress`` callback: the
-    ``phase``, the stores written (``stores_done`` of ``stores_total``, over all operators),
-    the store being written (``operator_id``, ``operator_name``, ``store``) with its
-    ``partitions_written`` of ``partitions``, and the ``rows_written`` so far.
-
-    Example (``old`` is the checkpoint of a stopped query):
-    ::
-
-        >>> from spark_checkpoint_storage.migration import migrate
-        >>> def show(progress):
-        ...     print(progress.stores_done, "of", progress.stores_total, "stores")
-        >>> migrate(old, "/tmp/checkpoint-8", to="heap", num_partitions=8,
-        ...         progress=show)  # doctest: +SKIP
-    """
-
-    def __init__(self, data: Dict[str, Any]):
-        self.phase: str = data["phase"]
-        self.stores_done: int = int(data["storesDone"])
-        self.stores_total: int = int(data["storesTotal"])
-        self.rows_written: int = int(data["rowsWritten"])
-        self.operator_id: Optional[int] = data.get("operatorId")
-        self.operator_name: Optional[str] = data.get("operatorName")
-        self.store: Optional[str] = data.get("store")
-        self.partitions_written: Optional[int] = data.get("partitionsWritten")
-        self.partitions: Optional[int] = data.get("partitions")
-
-    def __str__(self) -> str:
-        text = "stores %d/%d, %d rows written" % (self.stores_done, self.stores_total,
-                                                  self.rows_written)
-        if self.store is not None:
-            text += "; operator %s (%s) store %s: partitions %d/%d" % (
-                self.operator_id, self.operator_name, self.store, self.partitions_written,
-                self.partitions)
-        return "%s (%s)" % (text, self.phase)
 
 
 class _ProgressPoller(threading.Thread):
@@ -128,7 +49,7 @@ class _ProgressPoller(threading.Thread):
             text = self._progress.snapshot(self._id)
             if text is not None and text != last:
                 last = text
-                self._callback(MigrationProgress(json.loads(text)))
+                self._callback(MigrationProgress.from_json(text))
 
     def stop(self) -> None:
         self._done.set()
@@ -254,7 +175,7 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
         finally:
             if poller is not None:
                 poller.stop()
-        return MigrationResult(json.loads(text))
+        return MigrationResult.from_json(text)
     finally:
         if own_session is not None:
             own_session.stop()

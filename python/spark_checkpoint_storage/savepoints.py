@@ -3,13 +3,13 @@ Savepoints: a self-contained, relocatable copy of a streaming query's checkpoint
 committed batch (Flink: a savepoint). A new query started on the copy resumes after that
 batch with exactly the state the original had.
 """
-import json
 import uuid
 from typing import Any, Optional
 
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import SavepointException, jvm_errors
 from spark_checkpoint_storage.jvm_names import jvm_class
+from spark_checkpoint_storage.results import CanonicalSavepointResult, SavepointResult
 from spark_checkpoint_storage.session import (
     checkpoint_location_and_session,
     jvm_and_hadoop_conf,
@@ -112,9 +112,8 @@ def savepoint(query_or_checkpoint_location: Any, target: Optional[str] = None,
     jvm, conf = jvm_and_hadoop_conf(j_session)
     if target is None:
         target = _default_target(jvm, conf, location, _query_id(query_or_checkpoint_location))
-    result = json.loads(jvm_class(jvm, jvm_names.SAVEPOINTS_CLASS).create(
-        location, target, -1 if batch_id is None else batch_id, conf))
-    return str(result["path"])
+    return SavepointResult.from_json(jvm_class(jvm, jvm_names.SAVEPOINTS_CLASS).create(
+        location, target, -1 if batch_id is None else batch_id, conf)).path
 
 
 def _query_id(query_or_location: Any) -> Optional[str]:
@@ -137,9 +136,9 @@ def _canonical(query_or_location: Any, location: str, j_session: Any, target: Op
         jvm, conf = jvm_and_hadoop_conf(j_session)
         if target is None:
             target = _default_target(jvm, conf, location, _query_id(query_or_location))
-        result = json.loads(jvm_class(jvm, jvm_names.CANONICAL_SAVEPOINTS_CLASS).create(
-            j_session, location, target, -1 if batch_id is None else batch_id))
-        return str(result["path"])
+        return CanonicalSavepointResult.from_json(jvm_class(
+            jvm, jvm_names.CANONICAL_SAVEPOINTS_CLASS).create(
+            j_session, location, target, -1 if batch_id is None else batch_id)).path
     finally:
         if own is not None:
             own.stop()
