@@ -34,24 +34,14 @@ final case class CheckpointQueryStarted(
 final case class OperatorCommit(operator: Int, stateFiles: Int, inlineBytes: Long, fileBytes: Long)
 
 /**
- * A batch of a query on our file manager committed: the state files of its version
- * (`batchId + 1`), inline (packed) and in files of their own, and the pack written for it.
- *
- * @param offsetsToCommitMs time from its offset log entry to its commit log entry; -1 if unknown
- * @param packBytes         the pack written when it committed; 0 when it had no inline changes
+ * A batch of a query on our file manager committed: its row of the tab's history (the state
+ * files of its version `batchId + 1`, inline (packed) and in files of their own, and the pack
+ * written for it), and the driver's inline bytes as it committed.
  */
 final case class CheckpointBatchCommitted(
     queryId: String,
     checkpoint: String,
-    batchId: Long,
-    committedAtMs: Long,
-    offsetsToCommitMs: Long,
-    stateFiles: Int,
-    inlineBytes: Long,
-    fileBytes: Long,
-    packBytes: Long,
-    packName: String,
-    operators: Seq[OperatorCommit],
+    batch: CheckpointBatchRow,
     driverInlineBytesHeld: Long,
     driverMaxTotalInlineSize: Long) extends SparkListenerEvent
 

@@ -143,10 +143,10 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       val committedAt = modified(CheckpointPaths.commitEntry(batchId)).getOrElse(atMs)
       val offsetsAt = modified(CheckpointPaths.offsetEntry(batchId))
       val packName = packed.map(_.packName).getOrElse("")
-      post(CheckpointBatchCommitted(queryId, root, batchId, committedAt,
+      post(CheckpointBatchCommitted(queryId, root, CheckpointBatchRow(batchId, committedAt,
         offsetsAt.map(committedAt - _).getOrElse(-1L), inline.size + own.size, inline.map(_._2).sum, own.map(_._2).sum,
         if (packName.isEmpty) 0L else length(s"${CheckpointPaths.Packs}/$packName"), packName,
-        ops.toSeq.map { case (op, (n, i, f)) => OperatorCommit(op, n, i, f) }, held, maxTotalInlineSize))
+        ops.toSeq.map { case (op, (n, i, f)) => OperatorCommit(op, n, i, f) }), held, maxTotalInlineSize))
     }
   }
 

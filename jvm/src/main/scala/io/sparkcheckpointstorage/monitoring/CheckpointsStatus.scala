@@ -9,7 +9,12 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.util.kvstore.{KVIndex, KVStore}
 
-/** One committed batch in a query's history (the tab's row). */
+/**
+ * One committed batch in a query's history (the tab's row).
+ *
+ * @param offsetsToCommitMs time from its offset log entry to its commit log entry; -1 if unknown
+ * @param packBytes         the pack written when it committed; 0 when it had no inline changes
+ */
 final case class CheckpointBatchRow(
     batchId: Long,
     committedAtMs: Long,
@@ -117,10 +122,8 @@ class CheckpointsStatusListener(store: KVStore, historySize: Int, maxQueries: In
         startedAtMs = if (q.startedAtMs < 0) e.startedAtMs else q.startedAtMs)
     }
     case e: CheckpointBatchCommitted => update(e.queryId) { q =>
-      val row = CheckpointBatchRow(e.batchId, e.committedAtMs, e.offsetsToCommitMs, e.stateFiles,
-        e.inlineBytes, e.fileBytes, e.packBytes, e.packName, e.operators)
       // A batch committed again (re-run after a failure) replaces its row.
-      val history = (q.history.filterNot(_.batchId == e.batchId) :+ row).sortBy(_.batchId).takeRight(historySize)
+      val history = (q.history.filterNot(_.batchId == e.batch.batchId) :+ e.batch).sortBy(_.batchId).takeRight(historySize)
       q.copy(ours = true, checkpoint = e.checkpoint, batchesCommitted = q.batchesCommitted + 1, history = history,
         driverInlineBytesHeld = e.driverInlineBytesHeld, driverMaxTotalInlineSize = e.driverMaxTotalInlineSize)
     }

@@ -17,8 +17,8 @@ class CheckpointsStatusListenerSuite extends AnyFunSuite {
 
   private def batch(b: Long, inline: Long, file: Long = 0L, files: Int = 2, durationMs: Long = 10L,
       queryId: String = id.toString) =
-    CheckpointBatchCommitted(queryId, "file:/cp", b, 1000L + b, durationMs, files, inline, file, inline + 100,
-      s"$b.pack", Seq(OperatorCommit(0, files, inline, file)), 5L, 50L)
+    CheckpointBatchCommitted(queryId, "file:/cp", CheckpointBatchRow(b, 1000L + b, durationMs, files, inline, file,
+      inline + 100, s"$b.pack", Seq(OperatorCommit(0, files, inline, file))), 5L, 50L)
 
   private def started(restored: Long, queryId: String = id.toString) =
     CheckpointQueryStarted(queryId, "file:/cp", "FileSystemCheckpointStorage(...)", "p.Provider", 4, restored,

@@ -14,8 +14,8 @@ import io.sparkcheckpointstorage.monitoring._
 class CheckpointEventsJsonSuite extends AnyFunSuite {
   private val events = Seq(
     CheckpointQueryStarted("q", "file:/cp", "S", "P", 4, 3L, 10L, 20L, Seq(CheckpointSetting("k", "v", "default"))),
-    CheckpointBatchCommitted("q", "file:/cp", 4L, 30L, 7L, 2, 100L, 5000L, 180L, "5.pack",
-      Seq(OperatorCommit(0, 1, 100L, 0L), OperatorCommit(1, 1, 0L, 5000L)), 1L, 2L),
+    CheckpointBatchCommitted("q", "file:/cp", CheckpointBatchRow(4L, 30L, 7L, 2, 100L, 5000L, 180L, "5.pack",
+      Seq(OperatorCommit(0, 1, 100L, 0L), OperatorCommit(1, 1, 0L, 5000L))), 1L, 2L),
     CheckpointCommitFailed("q", "file:/cp", 5L, 40L, "StateSizeLimit", "too big"),
     CheckpointSavepointTaken("q", "file:/cp", 4L, "file:/sp", 50L))
 
