@@ -11,7 +11,7 @@ import com.fasterxml.jackson.module.scala.DefaultScalaModule
  *
  * The fields are Jackson's own view of each case class, the view it writes them by, so the
  * list cannot drift from the JSON; Python's result classes are tested against it
- * (`tests/test_result_types.py`).
+ * (`tests/test_jvm_names.py`).
  */
 object ResultCodec {
   private val mapper: ObjectMapper = new ObjectMapper().registerModule(DefaultScalaModule)
