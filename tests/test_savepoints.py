@@ -25,11 +25,22 @@ from support.aggregation import files_under
 from support.counting import kill_while_writing
 
 SCHEMA = "k long, v long"
+SPARK_4 = int(__import__("pyspark").__version__.split(".")[0]) >= 4
 KEYS = 20
 
 
 #: settings of this module's Spark session (the shared ``spark`` fixture of conftest.py)
 SPARK_CONF = {"spark.sql.shuffle.partitions": 3}
+
+
+def unset_storage_settings(spark):
+    """Unsets every checkpoint storage setting of the session. Listed by the JVM's conf:
+    pyspark 3.5's ``RuntimeConfig`` has no ``getAll``."""
+    all_conf = spark.sparkContext._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(
+        spark._jsparkSession.conf().getAll()).asJava()
+    for key in list(all_conf.keySet()):
+        if key.startswith("spark.sql.streaming.checkpointStorage"):
+            spark.conf.unset(key)
 
 
 @pytest.fixture
@@ -42,9 +53,7 @@ def storage(spark):
         if savepoint_path:
             spark.conf.set("spark.sql.streaming.checkpointStorage.savepointPath", savepoint_path)
     yield set_storage
-    for key in list(spark.conf.getAll):
-        if key.startswith("spark.sql.streaming.checkpointStorage"):
-            spark.conf.unset(key)
+    unset_storage_settings(spark)
 
 
 def add_input(spark, source, b):
@@ -146,9 +155,10 @@ def test_savepoint_of_a_running_query_restores_exactly_elsewhere(spark, storage,
     assert sink_batches("sp_resumed") == [3]
     assert sink_rows(spark, "sp_resumed") == expected([0, 1, 2, 3])
     assert sink_rows(spark, "sp_original") == expected([0, 1, 2, 3])
-    state = sorted((r.key[0], r.value[0], r.value[1])
-                   for r in spark.read.format("statestore").load(moved).collect())
-    assert state == expected([0, 1, 2, 3])
+    if SPARK_4:  # Spark's state data source, from 4.0
+        state = sorted((r.key[0], r.value[0], r.value[1])
+                       for r in spark.read.format("statestore").load(moved).collect())
+        assert state == expected([0, 1, 2, 3])
 
 
 def test_savepoint_makes_heap_only_driver_state_durable(spark, storage, tmp_path):
@@ -201,9 +211,7 @@ def test_savepoint_refusals(spark, storage, tmp_path):
     assert_self_contained(older[len("file:"):], checkpoint, batch=0)
 
     # Without a savepoint directory the default lies inside the query's own checkpoint.
-    for key in list(spark.conf.getAll):
-        if key.startswith("spark.sql.streaming.checkpointStorage"):
-            spark.conf.unset(key)
+    unset_storage_settings(spark)
     with pytest.raises(SavepointException, match="lies inside the checkpoint"):
         savepoint(checkpoint)
 
@@ -211,6 +219,8 @@ def test_savepoint_refusals(spark, storage, tmp_path):
         savepoint(str(tmp_path / "nothing"), str(tmp_path / "spx"))
 
 
+@pytest.mark.skipif(not SPARK_4, reason="holds the savepoint at the operator metadata file, "
+                    "the last it copies, which Spark writes from 4.0 on")
 def test_killed_savepoint_leaves_nothing_to_start_from_and_says_so(spark, storage, tmp_path, subproc):
     """A savepoint SIGKILLed while it writes (held mid-copy: the last file it copies is a named
     pipe nobody writes) leaves no savepoint at the target, only a hidden sibling saying what it

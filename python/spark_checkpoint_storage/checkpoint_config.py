@@ -253,9 +253,8 @@ class CheckpointConfig(object):
             value = self._conf.get(key)
             if value is not None:
                 j_map.put(key, value)
-        j_lookup = gateway.jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
         loader = jvm_names.jvm_class(gateway.jvm, jvm_names.STORAGE_LOADER_CLASS)
-        return from_j_checkpoint_storage(loader.load(j_lookup, gateway.jvm.scala.Option.empty()))
+        return from_j_checkpoint_storage(loader.loadFromJava(j_map, None))
 
     # -- state backend ---------------------------------------------------------------------
 

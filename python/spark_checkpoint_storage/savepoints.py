@@ -35,9 +35,7 @@ def _default_target(jvm: Any, conf: Any, location: str, query_id: Optional[str])
     location_key = jvm_names.SPARK_CHECKPOINT_LOCATION
     if conf.get(location_key) is not None:
         j_map.put(location_key, conf.get(location_key))
-    lookup = jvm.scala.jdk.javaapi.CollectionConverters.asScala(j_map).lift()
-    storage = jvm_class(jvm, jvm_names.STORAGE_LOADER_CLASS).load(
-        lookup, jvm.scala.Option.apply(location))
+    storage = jvm_class(jvm, jvm_names.STORAGE_LOADER_CLASS).loadFromJava(j_map, location)
     directory = storage.getSavepointPath()
     if directory is None:
         raise SavepointException(

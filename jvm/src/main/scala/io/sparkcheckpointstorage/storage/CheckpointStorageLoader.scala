@@ -30,6 +30,15 @@ object CheckpointStorageLoader {
 
   def load(conf: Map[String, String]): CheckpointStorage = load(conf.get _)
 
+  /**
+   * For Python, whose py4j passes a `java.util.Map`: building a Scala function there would tie
+   * the caller to one Scala binary (Spark 3.5's PyPI build is Scala 2.12, 4.x's 2.13).
+   *
+   * @param queryCheckpoint the checkpoint location of the query the storage serves; null if none
+   */
+  def loadFromJava(conf: java.util.Map[String, String], queryCheckpoint: String): CheckpointStorage =
+    load(k => Option(conf.get(k)), Option(queryCheckpoint))
+
   private def fromApplication(conf: String => Option[String]): Option[CheckpointStorage] = {
     def app(k: String) = conf(AppPrefix + k)
     app("kind").map {
