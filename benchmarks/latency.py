@@ -218,13 +218,15 @@ def plot(results: List[Dict], path: str, title: str) -> bool:
         return False
     queries = [q for q in ("count", "dedup") if any(r["query"] == q for r in results)]
     fig, axes = plt.subplots(1, len(queries), figsize=(7 * len(queries), 4.5), squeeze=False)
+    # One colour per variant in every panel, so that the panels read side by side.
+    colours = {v: "C%d" % i for i, v in enumerate(dict.fromkeys(r["variant"] for r in results))}
     for ax, query in zip(axes[0], queries):
         for r in results:
             if r["query"] not in (query, "project"):
                 continue
             xs = sorted(r["latencies"])
             ys = [(i + 1) / len(xs) for i in range(len(xs))]
-            ax.plot(xs, ys, ":" if r["query"] == "project" else "-", label=r["variant"])
+            ax.plot(xs, ys, ":" if r["query"] == "project" else "-", label=r["variant"], color=colours[r["variant"]])
         ax.set_xscale("log")
         ax.set_xlabel("end-to-end latency, ms (log)")
         ax.set_ylabel("fraction of records")
