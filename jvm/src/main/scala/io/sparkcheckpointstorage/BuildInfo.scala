@@ -22,12 +22,6 @@ object BuildInfo {
   /** The Spark minor line the jar is built for ("4.3"): a class of another line's jar fails. */
   def sparkLine: String = props.getProperty("spark.line")
 
-  /** Whether the jar's Spark line is `major.minor` or a later one. */
-  def sparkLineAtLeast(major: Int, minor: Int): Boolean = {
-    val Array(ma, mi) = sparkLine.split('.').take(2).map(_.toInt)
-    ma > major || (ma == major && mi >= minor)
-  }
-
   /**
    * Why this jar cannot run on the Spark and Scala of this JVM, or null when it can: Spark's
    * state store API changes in every minor line, so a jar of another line fails later with

@@ -1,11 +1,11 @@
 package io.sparkcheckpointstorage.filemanager
 
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
+
 import java.io.{BufferedOutputStream, ByteArrayOutputStream, OutputStream}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, DeleteInline, PutInline}
 import io.sparkcheckpointstorage.files.CheckpointFiles

@@ -8,9 +8,8 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, Path, PathFilter, PositionedReadable, Seekable}
 import org.apache.spark.TaskContext
-
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.files.CheckpointFiles

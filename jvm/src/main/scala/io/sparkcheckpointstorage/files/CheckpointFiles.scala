@@ -7,9 +7,8 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataOutputStream, Path}
-
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
-import io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.FileContextBasedCheckpointFileManager
 
 /**
  * File operations of the checkpoint storages on any Hadoop file system, with the local file

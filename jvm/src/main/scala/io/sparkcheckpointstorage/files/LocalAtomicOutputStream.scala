@@ -5,8 +5,7 @@ import java.nio.file.{FileAlreadyExistsException, Files, Path => NioPath, Standa
 import java.util.UUID
 
 import org.apache.hadoop.fs.{FileAlreadyExistsException => HadoopFileAlreadyExists}
-
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 
 /**
  * Writes a local file atomically with plain JDK calls: a hidden temp file, fsync, then a

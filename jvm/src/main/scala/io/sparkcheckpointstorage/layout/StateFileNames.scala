@@ -1,6 +1,7 @@
 package io.sparkcheckpointstorage.layout
 
-import io.sparkcheckpointstorage.BuildInfo
+import org.apache.spark.sql.checkpointstorage.shim.RocksDbFilesShim
+
 
 /** What a state file's name says: its store version and whether it holds changes or a whole state. */
 final case class VersionedName(version: Long, snapshot: Boolean)
@@ -53,7 +54,6 @@ object StateFileNames {
    * Snapshots without an id (format version 1) are opened through the FileSystem on every line.
    */
   private val RocksDbZipWithCheckpointId = s"""^\\d+_[0-9a-f-]+\\.$RocksDbZip(\\.crc)?$$""".r
-  private lazy val rocksDbZipsThroughFileManager: Boolean = BuildInfo.sparkLineAtLeast(4, 2)
 
   /** (version, suffix) of one of our state files. */
   def ours(name: String): Option[(Long, String)] = name match {
@@ -78,6 +78,6 @@ object StateFileNames {
   def inlinable(relPath: String): Boolean = {
     val name = relPath.substring(relPath.lastIndexOf('/') + 1)
     !CheckpointPaths.isStoreMetadata(relPath) && (ReadThroughFileManager.pattern.matcher(name).matches() ||
-      (rocksDbZipsThroughFileManager && RocksDbZipWithCheckpointId.pattern.matcher(name).matches()))
+      (RocksDbFilesShim.zipsWithCheckpointIdThroughFileManager && RocksDbZipWithCheckpointId.pattern.matcher(name).matches()))
   }
 }

@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.checkpointstorage.shim.{CheckpointFileManagerShim, MigrationShim}
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
@@ -61,7 +62,7 @@ object Migration {
     rescale.filter(_ < 1).foreach { n =>
       throw new MigrationException(s"The number of partitions to rescale to must be at least 1, not $n.")
     }
-    val conf = MigrationSparkApi.hadoopConf(spark)
+    val conf = MigrationShim.hadoopConf(spark)
     // Spark 4.2's RocksDB provider reports every store it loads, the state data source's too, to
     // the state store coordinator, which a session starts with its streaming query manager.
     spark.streams
@@ -80,7 +81,7 @@ object Migration {
       }
     }
     val targetProvider = TargetProvider.resolve(to)
-    MigrationSparkApi.checkWritable(targetProvider)
+    MigrationShim.checkWritable(targetProvider)
     val layout = CheckpointLayout.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     if (layout.hasPacks && !conf.get(SparkSettingKeys.FileManagerClass, "").equals(classOf[StorageCheckpointFileManager].getName)) {
@@ -116,7 +117,7 @@ object Migration {
         s"(${SparkSettingKeys.RowChecksum}=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
         "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
     }
-    MigrationSparkApi.checkWritable(targetProvider)
+    MigrationShim.checkWritable(targetProvider)
     if (options.numPartitions.isDefined) {
       layout.operators.foreach(op => op.stores.foreach(StatePartitioning.requireRescalable(op, _)))
       layout.requireRecordedPartitions()
@@ -130,7 +131,7 @@ object Migration {
       val writeConf = new Configuration(conf)
       // Plain files at the target, whatever storage the migrating session uses: the checkpoint
       // is moved into place by a rename, and any session (storage) resumes it.
-      writeConf.set(SparkSettingKeys.FileManagerClass, classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
+      writeConf.set(SparkSettingKeys.FileManagerClass, classOf[CheckpointFileManagerShim.FileContextBasedCheckpointFileManager].getName)
       val serializableConf = new SerializableConfiguration(writeConf)
       val stateRoot = new Path(temp, "state").toString
       val stores = layout.operators.map(_.stores.size).sum
@@ -218,10 +219,10 @@ object Migration {
 
   /** The target's state settings: the source's, as its offset log records them, with the target provider. */
   private def targetStoreConf(spark: SparkSession, layout: CheckpointLayout, targetProvider: String): StateStoreConf = {
-    val sqlConf = MigrationSparkApi.sqlConf(spark)
+    val sqlConf = MigrationShim.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     sqlConf.setConfString(SparkSettingKeys.ProviderClass, targetProvider)
-    MigrationSparkApi.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    MigrationShim.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
     new StateStoreConf(sqlConf, Map.empty)
   }
 }

@@ -3,6 +3,7 @@ package io.sparkcheckpointstorage.migration
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, DataFrameReader, Row, SparkSession}
 import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
+import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
 
 import io.sparkcheckpointstorage.layout.CheckpointPaths
@@ -36,7 +37,7 @@ object StateRowsReader {
    * line without one (3.5) by the provider that wrote them, opened on the executors.
    */
   def read(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout, store: StoreLayout): StoreRows =
-    MigrationSparkApi.readWithoutStateSource(spark, layout, op, store)
+    MigrationShim.readWithoutStateSource(spark, layout, op, store)
       .getOrElse(read(spark, layout.root, op.id, store.name, layout.batchId))
 
   def read(spark: SparkSession, checkpoint: String, operatorId: Long, store: String, batchId: Long): StoreRows = {
@@ -48,7 +49,7 @@ object StateRowsReader {
     val df = reader.load(checkpoint)
     val schema = df.schema
     StoreRows(
-      MigrationSparkApi.internalRows(df),
+      MigrationShim.internalRows(df),
       schema("key").dataType.asInstanceOf[StructType],
       schema("value").dataType.asInstanceOf[StructType],
       schema.fieldIndex("key"), schema.fieldIndex("value"), schema.fieldIndex("partition_id"))

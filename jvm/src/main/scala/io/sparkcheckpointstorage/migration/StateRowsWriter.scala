@@ -1,16 +1,15 @@
 package io.sparkcheckpointstorage.migration
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
-/** Where the rows of one store partition go: the target provider's store, or a file in its format. */
 /**
  * One store of a migration's target, as the task of its partition writes it: where, its
  * schemas and prefix key columns, its settings, the version it opens at (commit writes
@@ -28,61 +27,29 @@ final case class TargetStore(
   def prefixKeyColumns: Option[Int] = if (numColsPrefixKey > 0) Some(numColsPrefixKey) else None
 }
 
-private[migration] sealed trait RowSink {
+/** Where the rows of one store partition go: the target provider's store, or a file in its format. */
+trait RowSink {
   def put(key: UnsafeRow, value: UnsafeRow): Unit
   def commit(): Unit
   def abort(): Unit
   def close(): Unit
 }
 
-private[migration] final class ProviderSink(provider: StateStoreProvider, store: StateStore) extends RowSink {
+final class ProviderSink(provider: StateStoreProvider, store: StateStore) extends RowSink {
   def put(key: UnsafeRow, value: UnsafeRow): Unit = store.put(key, value)
   def commit(): Unit = store.commit()
   def abort(): Unit = if (!store.hasCommitted) store.abort()
   def close(): Unit = provider.close()
 }
 
-/**
- * Spark's RocksDB provider before 4.2, which opens a store only at a version it wrote: the
- * rows go into its version 0 and commit version 1 (a snapshot, changelog checkpointing off for
- * the write: [[OwnStoreWriter.writeSettings]]), whose `1.zip` is then renamed to the batch's
- * version. Nothing in a RocksDB snapshot names its own version: the zip's name is the version,
- * and the SST files it lists keep theirs.
- */
-private[migration] final class RocksDbFirstVersionSink(
-    provider: StateStoreProvider,
-    store: StateStore,
-    storeDir: Path,
-    version: Long,
-    hadoopConf: Configuration) extends RowSink {
-  private var closed = false
-
-  def put(key: UnsafeRow, value: UnsafeRow): Unit = store.put(key, value)
-
-  def commit(): Unit = {
-    store.commit()
-    close() // the snapshot is uploaded and the instance released before its file moves
-    val fs = storeDir.getFileSystem(hadoopConf)
-    val written = new Path(storeDir, "1.zip")
-    if (!fs.exists(written)) {
-      throw new MigrationException(s"RocksDB committed version 1 of $storeDir without writing its " +
-        s"snapshot $written, so it cannot become version $version.")
+object ProviderSink {
+  /** Closes `provider` when opening its store failed. */
+  def closingOnFailure[T](provider: StateStoreProvider)(open: => T): T =
+    try open catch {
+      case e: Throwable =>
+        provider.close()
+        throw e
     }
-    // Spark 4.1+ writes a checksum beside each file (`1.zip.crc`): it moves with its zip.
-    Seq("1.zip" -> s"$version.zip", "1.zip.crc" -> s"$version.zip.crc").foreach { case (from, to) =>
-      val (src, dst) = (new Path(storeDir, from), new Path(storeDir, to))
-      if (version != 1 && fs.exists(src) && !fs.rename(src, dst)) {
-        throw new MigrationException(s"Could not rename RocksDB's snapshot file $src to $dst.")
-      }
-    }
-  }
-
-  def abort(): Unit = if (!store.hasCommitted) store.abort()
-
-  def close(): Unit = if (!closed) {
-    closed = true
-    provider.close()
-  }
 }
 
 private[migration] final class HdfsSink(file: HdfsSnapshotFile) extends RowSink {
@@ -101,7 +68,7 @@ final case class WrittenStore(operatorId: Long, store: String, rowsPerPartition:
  * next version (batch N: state version N + 1), as if the batch had been run on it. Spark's
  * HDFS provider cannot open a store empty at a version, so its snapshot file of that version
  * is written instead ([[HdfsSnapshotFile]]); before 4.2 no Spark provider can
- * ([[OwnStoreWriter]]).
+ * (the line's `MigrationShim`: `OwnStoreWriterShim`).
  */
 object StateRowsWriter {
   /**
@@ -142,7 +109,7 @@ object StateRowsWriter {
       val sink = if (targetProvider == TargetProvider.Hdfs) {
         new HdfsSink(new HdfsSnapshotFile(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
       } else {
-        MigrationSparkApi.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
+        MigrationShim.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
           hadoopConf.value, batchId, targetProvider))
       }
       var n = 0L

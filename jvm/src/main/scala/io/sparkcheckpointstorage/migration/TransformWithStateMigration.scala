@@ -8,9 +8,9 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.checkpointstorage.shim.{CheckpointFileManagerShim, MigrationShim}
 import org.apache.spark.sql.functions.col
 
-import io.sparkcheckpointstorage.BuildInfo
 import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, SparkSettingKeys, StateSchemaPaths}
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, ResultCodec}
@@ -61,7 +61,7 @@ object TransformWithStateMigration {
       throw new MigrationException(s"The offset log entry ${CheckpointPaths.offsetEntry(batch)} of $root records " +
         s"no ${SparkSettingKeys.ShufflePartitions}: this checkpoint was written by a Spark too old to migrate."))
     val repartition = options.numPartitions.filter(_ != sourcePartitions)
-    if (repartition.isDefined && !BuildInfo.sparkLineAtLeast(4, 2)) throw rescaleRefused(root, ops)
+    if (repartition.isDefined && !MigrationShim.rescalesTransformWithState) throw rescaleRefused(root, ops)
 
     val dst = CheckpointPublication.prepare(Migration.Writer, root, target, conf)
     val fs = dst.fs
@@ -83,8 +83,8 @@ object TransformWithStateMigration {
               progress.startStore(operators.head, "transformWithState", "every column family", n)
               val writeConf = new Configuration(conf)
               writeConf.set(SparkSettingKeys.FileManagerClass,
-                classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
-              MigrationSparkApi.rewriteStatePartitioned(plain, sourceCopy.toString, temp.toString, batch, n, writeConf)
+                classOf[CheckpointFileManagerShim.FileContextBasedCheckpointFileManager].getName)
+              MigrationShim.rewriteStatePartitioned(plain, sourceCopy.toString, temp.toString, batch, n, writeConf)
               progress.finishStore()
             case None => // the copy is the output
           }
@@ -125,7 +125,7 @@ object TransformWithStateMigration {
   private def plainFilesSession(spark: SparkSession): SparkSession = {
     val session = spark.newSession()
     session.conf.set(SparkSettingKeys.FileManagerClass,
-      classOf[io.sparkcheckpointstorage.sparkapi.FileContextBasedCheckpointFileManager].getName)
+      classOf[CheckpointFileManagerShim.FileContextBasedCheckpointFileManager].getName)
     session
   }
 

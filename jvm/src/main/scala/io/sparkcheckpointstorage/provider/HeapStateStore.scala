@@ -3,7 +3,7 @@ package io.sparkcheckpointstorage.provider
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
+import org.apache.spark.sql.checkpointstorage.shim.{StateStoreErrorsShim, StateStoreShim}
 import org.apache.spark.sql.execution.streaming.state._
 
 import io.sparkcheckpointstorage.coordinator.CoordinatorUnreachableException
@@ -28,7 +28,7 @@ private[provider] final class HeapStateStore(
     base: LiveState,
     override val version: Long,
     writable: Boolean,
-    forceSnapshotOnCommit: Boolean) extends StateStoreApi {
+    forceSnapshotOnCommit: Boolean) extends StateStoreShim {
   import HeapStateStore._
   import HeapStateStoreProvider.{unsupported, CustomMetrics}
 
@@ -172,7 +172,7 @@ private[provider] final class HeapStateStore(
       // the cause of a generic commit failure.
       case e: StateSizeLimitException => throw e
       case e: CoordinatorUnreachableException => throw e
-      case NonFatal(e) => throw StateStoreErrorsBridge.commitFailed(toString, e, HeapStateStore.reason(e))
+      case NonFatal(e) => throw StateStoreErrorsShim.commitFailed(toString, e, HeapStateStore.reason(e))
     }
     newVersion = version + 1
     state = Committed

@@ -9,9 +9,9 @@ import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
 import org.apache.spark.{SparkConf, SparkEnv}
-import org.apache.spark.sql.checkpointstorage.StateStoreErrorsBridge
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import io.sparkcheckpointstorage.sparkapi.{closeFileManager, CheckpointFileManager}
+import org.apache.spark.sql.checkpointstorage.shim.{StateStoreConfShim, StateStoreErrorsShim, StateStoreProviderShim}
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.{closeFileManager, CheckpointFileManager}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -27,7 +27,7 @@ import io.sparkcheckpointstorage.storage.CorruptCheckpointException
  *
  * Set it with `spark.sql.streaming.stateStore.providerClass=` + [[HeapStateStoreProvider.ClassName]].
  */
-class HeapStateStoreProvider extends StateStoreProviderApi {
+class HeapStateStoreProvider extends StateStoreProviderShim {
   import HeapStateStoreProvider._
 
   private var _id: StateStoreId = _
@@ -55,7 +55,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
       prefixColumns: Option[Int],
       storeConfs: StateStoreConf,
       hadoopConf: Configuration): Unit = {
-    StateStoreBridge.unsupportedCheckpointFormat(storeConfs).foreach(what => throw unsupported(what))
+    StateStoreConfShim.unsupportedCheckpointFormat(storeConfs).foreach(what => throw unsupported(what))
     this.prefixCols = prefixColumns
     this._id = stateStoreId
     this.keySchema = keySchema
@@ -104,7 +104,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
 
   /** A negative version is Spark's `CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION`. */
   private def checkVersion(version: Long): Unit = {
-    if (version < 0) throw StateStoreErrorsBridge.unexpectedVersion(version)
+    if (version < 0) throw StateStoreErrorsShim.unexpectedVersion(version)
   }
 
   /** Brings the in-memory state to `version`: no-op, undo, forward replay or full load. */
@@ -139,7 +139,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
       filesWritten += 1
     }
     // Spark 4.1+ checks, before the batch commits, that every store of the batch committed.
-    StateStoreBridge.reportCommit(storeConf, newVersion, _id, hadoopConf)
+    StateStoreConfShim.reportCommit(storeConf, newVersion, _id, hadoopConf)
     CommitStats(filesWritten, bytesWritten,
       TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
   }
@@ -195,7 +195,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
           val missingFile = files.path(missing, StateFileKind.Delta)
           // Spark's error class for a missing state file (its message names the file), with
           // what else was looked for.
-          throw StateStoreErrorsBridge.stateFileMissing(missingFile,
+          throw StateStoreErrorsShim.stateFileMissing(missingFile,
             s"Cannot load version $version of state store ${describe}: " +
             s"the state file $missingFile is missing and no snapshot " +
             s"at or after version $missing exists. Files present: ${if (all.isEmpty) "none" else
@@ -263,7 +263,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
 
   private def validateRowFormat(key: UnsafeRow, value: UnsafeRow): Unit = {
     if (!rowFormatValidated) {
-      StateStoreBridge.validateRowFormat(key, keySchema, value, valueSchema, _id, storeConf)
+      StateStoreConfShim.validateRowFormat(key, keySchema, value, valueSchema, _id, storeConf)
       rowFormatValidated = true
     }
   }
@@ -290,7 +290,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     if (snapshotVersion > 0) {
       val snapshot = files.path(snapshotVersion, StateFileKind.Snapshot)
       if (!fm.exists(snapshot)) {
-        throw StateStoreErrorsBridge.stateFileMissing(snapshot,
+        throw StateStoreErrorsShim.stateFileMissing(snapshot,
           s"No snapshot of version $snapshotVersion for state store " +
           s"$describe: $snapshot does not exist. Snapshots present: ${files.list()
             .filter(_.kind == StateFileKind.Snapshot).map(_.version).mkString(", ")}")
@@ -300,7 +300,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     (snapshotVersion + 1 to endVersion).foreach { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw StateStoreErrorsBridge.stateFileMissing(delta,
+        throw StateStoreErrorsShim.stateFileMissing(delta,
           s"Cannot replay state store $describe to version $endVersion: the state file $delta is missing")
       }
       readFile(state, StateFile(v, StateFileKind.Delta, delta))
@@ -318,7 +318,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     val changes = (startVersion to endVersion).iterator.flatMap { v =>
       val delta = files.path(v, StateFileKind.Delta)
       if (!fm.exists(delta)) {
-        throw StateStoreErrorsBridge.stateFileMissing(delta,
+        throw StateStoreErrorsShim.stateFileMissing(delta,
           s"Cannot read the changes of version $v of state store $describe: the state file $delta is missing")
       }
       val records = ArrayBuffer[StateChange]()
@@ -374,7 +374,7 @@ class HeapStateStoreProvider extends StateStoreProviderApi {
     if (files == null || live == null) return
     // Listing a directory is not free (on Hadoop's local file system, a process per file
     // without its native library): look again only once enough versions have accumulated.
-    val step = math.max(1L, StateStoreBridge.minVersionsToDelete(storeConf))
+    val step = math.max(1L, StateStoreConfShim.minVersionsToDelete(storeConf))
     if (lastCleanupVersion >= 0 && live.version - lastCleanupVersion < step) return
     lastCleanupVersion = live.version
     val all = files.list()
@@ -408,7 +408,7 @@ object HeapStateStoreProvider {
   val ClassName: String = classOf[HeapStateStoreProvider].getName
   private val log = LoggerFactory.getLogger(classOf[HeapStateStoreProvider])
 
-  private[provider] def unsupported(what: String): UnsupportedOperationException =
+  def unsupported(what: String): UnsupportedOperationException =
     new UnsupportedOperationException(s"HeapStateStoreProvider does not support $what. Use " +
       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider for this query " +
       "(spark.sql.streaming.stateStore.providerClass).")

@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * What [[HeapStateStoreProvider]] does, in terms every Spark line shares. Each line's
- * `StateStoreProviderApi` (in the `scala-spark-*` shim folders) maps that line's
+ * `StateStoreProviderShim` (in the `scala-spark-*` shim folders) maps that line's
  * `StateStoreProvider` signatures (`init`, `getStore`, the change feed, split maintenance)
  * onto these, so the provider itself is written once.
  */
@@ -25,17 +25,6 @@ trait ProviderOperations {
   protected def snapshotMaintenance(): Unit
   protected def cleanupMaintenance(): Unit
 
-  /**
-   * A migration's store on any line: initialized as `init` would, opened empty at `version`,
-   * its commit writing a snapshot of version `version + 1`. Spark's own way to open a store
-   * empty (`getStore(loadEmpty = true)`) exists only from 4.2.
-   */
-  private[sparkcheckpointstorage] def openEmptyForMigration(stateStoreId: StateStoreId, keySchema: StructType,
-      valueSchema: StructType, prefixColumns: Option[Int], storeConfs: StateStoreConf, hadoopConf: Configuration,
-      version: Long): StateStore = {
-    initialize(stateStoreId, keySchema, valueSchema, prefixColumns, storeConfs, hadoopConf)
-    openStore(version, forceSnapshotOnCommit = true, loadEmpty = true)
-  }
 }
 
 /** One change of a version: a put of `value`, or the removal of `key` when `value` is null. */

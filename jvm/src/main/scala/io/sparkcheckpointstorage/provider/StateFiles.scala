@@ -1,9 +1,10 @@
 package io.sparkcheckpointstorage.provider
 
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager
+
 import org.apache.hadoop.fs.{FileStatus, Path}
 
 import io.sparkcheckpointstorage.layout.StateFileNames
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 
 /** One of our state files: `<version>.heap-delta` or `<version>.heap-snapshot`. */
 final case class StateFile(version: Long, kind: StateFileKind, path: Path)

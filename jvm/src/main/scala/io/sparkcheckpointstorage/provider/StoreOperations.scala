@@ -5,11 +5,11 @@ import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair
 
 /**
  * What a [[HeapStateStore]] does, in terms every Spark line shares. Each line's
- * `StateStoreApi` (in the `scala-spark-*` shim folders) maps that line's `StateStore`
+ * `StateStoreShim` (in the `scala-spark-*` shim folders) maps that line's `StateStore`
  * signatures (with or without column families, its iterator type, which members exist) onto
  * these, so the store itself is written once.
  */
-private[provider] trait StoreOperations {
+trait StoreOperations {
   /** The key's value in this version with the batch's changes, or null. */
   def getRow(key: UnsafeRow): UnsafeRow
   def putRow(key: UnsafeRow, value: UnsafeRow): Unit

@@ -10,11 +10,12 @@ import org.apache.spark.HashPartitioner
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.types.{DataType, StructType}
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
 import io.sparkcheckpointstorage.migration.{CheckpointCopier, CheckpointLayout, Migration, MigrationException,
-  MigrationSparkApi, StateRowsReader, StoreRows, TargetProvider, WriteOptions}
+  StateRowsReader, StoreRows, TargetProvider, WriteOptions}
 import io.sparkcheckpointstorage.results.{CanonicalOperator, CanonicalSavepointManifest, CanonicalSavepointResult,
   CanonicalStore, ResultCodec}
 
@@ -48,7 +49,7 @@ object CanonicalSavepoints {
 
   private def write(spark: SparkSession, source: String, target: String, batchId: Long): String = {
     val started = System.nanoTime()
-    val conf = MigrationSparkApi.hadoopConf(spark)
+    val conf = MigrationShim.hadoopConf(spark)
     val layout = CheckpointLayout.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     val dst = CheckpointPublication.prepare(Savepoints.Writer, layout.root, target, conf)
@@ -57,7 +58,7 @@ object CanonicalSavepoints {
     try {
       val operators = layout.operators.toList.map { op =>
         val stores = op.stores.toList.map { store =>
-          val df = MigrationSparkApi.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
+          val df = MigrationShim.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
             .getOrElse {
               var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
               if (store.name != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store.name)
@@ -102,7 +103,7 @@ object CanonicalSavepoints {
   def restore(spark: SparkSession, savepoint: String, target: String, to: String, batchId: Long,
       options: WriteOptions = WriteOptions()): String = {
     val started = System.nanoTime()
-    val conf = MigrationSparkApi.hadoopConf(spark)
+    val conf = MigrationShim.hadoopConf(spark)
     val manifest = this.manifest(savepoint, conf).getOrElse(throw new MigrationException(
       s"$savepoint is not a canonical savepoint (no ${Savepoints.ManifestFile} saying format $Format)."))
     val saved = manifest.get("batchId").asLong()
@@ -124,7 +125,7 @@ object CanonicalSavepoints {
       val n = store.numPartitions
       val rows: RDD[InternalRow] = if (dir.getFileSystem(conf).exists(dir)) {
         val df = spark.read.parquet(dir.toString).select("key", "value", "partition_id")
-        MigrationSparkApi.internalRows(df)
+        MigrationShim.internalRows(df)
       } else spark.sparkContext.emptyRDD[InternalRow]
       if (options.numPartitions.isDefined) {
         StoreRows(rows, keySchema, valueSchema, 0, 1, 2) // placed anew by the rescale

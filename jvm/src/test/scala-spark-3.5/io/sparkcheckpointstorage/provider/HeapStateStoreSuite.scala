@@ -1,3 +1,4 @@
+// Spark 3.5: `StateStoreSuiteBase` takes a prefix column count and has no column families.
 package io.sparkcheckpointstorage.provider
 
 import scala.util.Random

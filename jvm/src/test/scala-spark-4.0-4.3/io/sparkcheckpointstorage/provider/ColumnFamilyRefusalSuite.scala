@@ -1,3 +1,4 @@
+// Spark 4.0-4.3: column families and multiple values per key exist, and are refused.
 package io.sparkcheckpointstorage.provider
 
 import java.nio.file.Files

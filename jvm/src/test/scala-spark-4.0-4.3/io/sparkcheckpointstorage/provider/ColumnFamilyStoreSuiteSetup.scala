@@ -1,3 +1,4 @@
+// Spark 4.0-4.3: `StateStoreSuiteBase` takes a key encoder spec and a column family flag.
 package io.sparkcheckpointstorage.provider
 
 import scala.util.Random

@@ -1,3 +1,4 @@
+// Spark 4.0-4.3: `transformWithState` and its `TransformWithStateSuite` exist.
 package io.sparkcheckpointstorage.provider
 
 import java.io.File

@@ -1,3 +1,4 @@
+// Spark 4.1-4.3: `StateStoreSuiteBase` adds tests of a provider on a cloned conf and of an uninitialized one.
 package io.sparkcheckpointstorage.provider
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreId

@@ -1,3 +1,4 @@
+// Spark 4.2-4.3: the join suites dispatch each test by virtual column family mode.
 package io.sparkcheckpointstorage.provider
 
 import org.scalactic.source.Position

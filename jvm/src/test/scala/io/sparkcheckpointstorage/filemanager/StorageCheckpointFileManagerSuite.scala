@@ -78,7 +78,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     val m = fm()
     // From 4.2 RocksDB reads its snapshots named by a checkpoint id through the file manager.
     val idZip = "4_0123abcd-ef45-6789-abcd-ef0123456789.zip"
-    val idZipInline = io.sparkcheckpointstorage.BuildInfo.sparkLineAtLeast(4, 2)
+    val idZipInline = org.apache.spark.sql.checkpointstorage.shim.RocksDbFilesShim.zipsWithCheckpointIdThroughFileManager
     val ownFiles = Seq("3.zip", "5.zip.crc", "6.other", "SSTs/7-x.sst") ++ (if (idZipInline) Nil else Seq(idZip))
     val inline = Seq("1.heap-delta", "1.delta", "1.snapshot", "1.changelog",
       "1_0123abcd-ef45-6789-abcd-ef0123456789.changelog", "1.delta.crc") ++ (if (idZipInline) Seq(idZip) else Nil)

@@ -59,7 +59,7 @@ class CheckpointPathsSuite extends AnyFunSuite {
   }
 
   test("RocksDB snapshots may be held inline only with a checkpoint id, and only where Spark reads them through the file manager") {
-    val fromFourTwo = io.sparkcheckpointstorage.BuildInfo.sparkLineAtLeast(4, 2)
+    val fromFourTwo = org.apache.spark.sql.checkpointstorage.shim.RocksDbFilesShim.zipsWithCheckpointIdThroughFileManager
     assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip") == fromFourTwo)
     assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip.crc") == fromFourTwo)
     assert(!StateFileNames.inlinable("state/0/1/3.zip"))

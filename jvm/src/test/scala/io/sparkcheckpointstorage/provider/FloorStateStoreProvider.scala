@@ -8,6 +8,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.checkpointstorage.shim.{StateStoreProviderShim, StateStoreShim}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -23,7 +24,7 @@ import org.apache.spark.sql.types.StructType
  * so that a retried task, which asks for the version before it again, gets it back. Any other
  * version (a restart, another executor) is refused: the floor has no checkpoint to read.
  */
-class FloorStateStoreProvider extends StateStoreProviderApi {
+class FloorStateStoreProvider extends StateStoreProviderShim {
   private var _id: StateStoreId = _
   private val map = new JHashMap[UnsafeRow, UnsafeRow]()
   /** The version the map holds. */
@@ -66,7 +67,7 @@ class FloorStateStoreProvider extends StateStoreProviderApi {
   private def undo(changes: Seq[(UnsafeRow, UnsafeRow)]): Unit =
     changes.reverseIterator.foreach { case (k, before) => if (before == null) map.remove(k) else map.put(k, before) }
 
-  private final class FloorStore(override val version: Long, writable: Boolean) extends StateStoreApi {
+  private final class FloorStore(override val version: Long, writable: Boolean) extends StateStoreShim {
     private val changes = ArrayBuffer[(UnsafeRow, UnsafeRow)]()
     private var committed = false
 

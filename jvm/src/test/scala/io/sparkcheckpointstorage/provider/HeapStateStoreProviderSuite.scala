@@ -11,6 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.SparkException
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.checkpointstorage.shim.ProviderTestShim
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 
@@ -36,7 +37,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     // No streaming query, so no coordinator to report commits to.
     sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
     val p = new HeapStateStoreProvider()
-    ProviderTestApi.init(p, StateStoreId(rootDir, 0, 0), keySchema, valueSchema, prefixCols,
+    ProviderTestShim.init(p, StateStoreId(rootDir, 0, 0), keySchema, valueSchema, prefixCols,
       new StateStoreConf(sqlConf), hadoopConf)
     p
   }
@@ -61,7 +62,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(s0.metrics.numKeys == 2)
     assert(s0.commit() == 1)
     assert(s0.hasCommitted)
-    assert(ProviderTestApi.checkpointInfoVersion(s0).forall(_ == 1))
+    assert(ProviderTestShim.checkpointInfoVersion(s0).forall(_ == 1))
 
     val s1 = p.getStore(1)
     s1.put(key("a", 1), value(10))
@@ -244,7 +245,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   /** Spark's error class for a missing state file, naming it, then what is missing. */
   private def assertMissingFile(e: SparkException, file: String): Unit = {
-    ProviderTestApi.assertCondition(e, "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+    ProviderTestShim.assertCondition(e, "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
       "fileToRead" -> (_.endsWith(file)))
     assert(e.getMessage.contains(new File(storeDir, file).getAbsolutePath + " does not exist"), e.getMessage)
     assert(e.getMessage.contains(s"$file is missing and no snapshot"), e.getMessage)
@@ -264,7 +265,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     for (get <- Seq[Long => Any](p.getStore(_), p.getReadStore(_))) {
       val e = intercept[Exception](get(-1))
       assert(e.getMessage.contains("Version cannot be -1 because it is less than 0"), e.getMessage)
-      ProviderTestApi.assertCondition(e, "CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION", "version" -> (_ == "-1"))
+      ProviderTestShim.assertCondition(e, "CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION", "version" -> (_ == "-1"))
     }
     p.close()
   }
@@ -278,7 +279,7 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     val s = p.getStore(0)
     s.put(key("a", 0), value(0))
     val e = intercept[SparkException](s.commit())
-    ProviderTestApi.assertCondition(e, "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
+    ProviderTestShim.assertCondition(e, "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
     assert(e.getMessage.contains("Error writing state store files"), e.getMessage)
     assert(e.getMessage.contains("HeapStateStore"), e.getMessage)
     assert(e.getMessage.contains("operatorId=0") && e.getMessage.contains("partitionId=0"), e.getMessage)

@@ -6,12 +6,12 @@ import org.apache.hadoop.conf.Configuration
 import org.scalactic.source.Position
 import org.scalatest.{BeforeAndAfter, Tag}
 
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager
+import org.apache.spark.sql.checkpointstorage.shim.ProviderTestShim
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
 import org.apache.spark.sql.types.StructType
-
-import io.sparkcheckpointstorage.sparkapi.CheckpointFileManager
 
 /**
  * Spark's provider contract tests (`StateStoreSuiteBase`, from the line's spark-sql `tests`
@@ -94,7 +94,7 @@ abstract class HeapStateStoreSuiteSetup extends StateStoreSuiteBase[HeapStateSto
     // StreamExecution.RUN_ID_KEY (its package moved in Spark 4.1).
     hadoopConf.set("sql.streaming.runId", UUID.randomUUID().toString)
     val provider = new HeapStateStoreProvider()
-    ProviderTestApi.init(provider, StateStoreId(dir, opId, partition), keySchema, valueSchema, prefixCols,
+    ProviderTestShim.init(provider, StateStoreId(dir, opId, partition), keySchema, valueSchema, prefixCols,
       new StateStoreConf(sqlConf), hadoopConf)
     provider
   }

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.module.scala.DefaultScalaModule
 import org.json4s.JValue
 import org.json4s.jackson.JsonMethods
 
+import org.apache.spark.sql.checkpointstorage.shim.ServletShim
 import org.apache.spark.ui.{SparkUI, SparkUITab, UIUtils, WebUIPage}
 import org.apache.spark.util.Utils
 
@@ -88,7 +89,7 @@ private[ui] object CheckpointsPages {
 private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") {
   import CheckpointsPages._
 
-  override def renderJson(request: ServletApi.Request): JValue = {
+  override def renderJson(request: ServletShim.Request): JValue = {
     val queries = parent.queries
     val out = new java.util.LinkedHashMap[String, Any]()
     out.put("queries", queries.filter(_.ours).map(overviewJson).asJava)
@@ -100,7 +101,7 @@ private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") 
     json(out)
   }
 
-  override def render(request: ServletApi.Request): Seq[Node] = {
+  override def render(request: ServletShim.Request): Seq[Node] = {
     val queries = parent.queries
     val ours = queries.filter(_.ours)
     val (held, bound) = driverHeld(queries)
@@ -127,7 +128,7 @@ private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") 
     UIUtils.headerSparkPage(request, "Checkpoints", content, parent)
   }
 
-  private def row(request: ServletApi.Request, q: QueryCheckpoints): Node = {
+  private def row(request: ServletShim.Request, q: QueryCheckpoints): Node = {
     val link = UIUtils.prependBaseUri(request, parent.basePath) + s"/${parent.prefix}/query/?id=${q.queryId}"
     <tr>
       <td><a href={link}>{queryName(q)}</a></td>
@@ -150,13 +151,13 @@ private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") 
 private[ui] class CheckpointsQueryPage(parent: CheckpointsTab) extends WebUIPage("query") {
   import CheckpointsPages._
 
-  private def queryOf(request: ServletApi.Request): Either[String, QueryCheckpoints] =
+  private def queryOf(request: ServletShim.Request): Either[String, QueryCheckpoints] =
     Option(request.getParameter("id")).map(_.trim).filter(_.nonEmpty) match {
       case None => Left("Missing id parameter: the query's id")
       case Some(id) => parent.query(id).toRight(s"No streaming query with id $id is known to the checkpoints tab")
     }
 
-  override def renderJson(request: ServletApi.Request): JValue = queryOf(request) match {
+  override def renderJson(request: ServletShim.Request): JValue = queryOf(request) match {
     case Left(error) => json(Map("error" -> error).asJava)
     case Right(q) =>
       val out = overviewJson(q)
@@ -169,7 +170,7 @@ private[ui] class CheckpointsQueryPage(parent: CheckpointsTab) extends WebUIPage
       json(out)
   }
 
-  override def render(request: ServletApi.Request): Seq[Node] = queryOf(request) match {
+  override def render(request: ServletShim.Request): Seq[Node] = queryOf(request) match {
     case Left(error) => UIUtils.headerSparkPage(request, "Checkpoints", <p>{error}</p>, parent)
     case Right(q) if !q.ours =>
       UIUtils.headerSparkPage(request, s"Checkpoints of query ${queryName(q)}",

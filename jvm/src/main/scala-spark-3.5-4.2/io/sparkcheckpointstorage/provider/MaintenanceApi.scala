@@ -1,4 +1,0 @@
-package io.sparkcheckpointstorage.provider
-
-/** Up to Spark 4.2, maintenance is `doMaintenance` alone. */
-trait MaintenanceApi
