@@ -23,9 +23,10 @@ from spark_checkpoint_storage.savepoints import SAVEPOINT_MANIFEST, savepoint
 from conftest import assert_ok
 from support.aggregation import files_under
 from support.counting import kill_while_writing
+from support.realfs import spark_line
 
 SCHEMA = "k long, v long"
-SPARK_4 = int(__import__("pyspark").__version__.split(".")[0]) >= 4
+SPARK_4 = tuple(int(p) for p in spark_line().split(".")) >= (4, 0)
 KEYS = 20
 
 
