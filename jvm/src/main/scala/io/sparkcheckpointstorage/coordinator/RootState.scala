@@ -37,6 +37,12 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     val keepInHeap: Boolean, val storage: String) {
 
   private val files = mutable.HashMap[String, InlineFile]()
+  /**
+   * The names of `files` by directory: a store lists its own directory (loads, snapshots,
+   * cleanup), and a scan of every file of the checkpoint would cost each listing time in the
+   * number of partitions times retained versions, with this root's lock held.
+   */
+  private val byDir = mutable.HashMap[String, mutable.HashSet[String]]()
   private val pendingPuts = mutable.LinkedHashSet[String]()
   private val pendingDeletes = mutable.LinkedHashSet[String]()
   /** Pack sequence number -> (path, relPaths whose durable copy it holds). */
@@ -66,7 +72,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     val previous = files.get(rel)
     if (!reserve(bytes.length - previous.map(_.heapBytes).getOrElse(0L))) return Some(false)
     previous.foreach(unlinkFromPack(rel, _))
-    files(rel) = new InlineFile(bytes, bytes.length)
+    store(rel, new InlineFile(bytes, bytes.length))
     pendingPuts += rel
     pendingDeletes -= rel
     Some(true)
@@ -76,6 +82,11 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   def delete(rel: String): Long = synchronized {
     files.remove(rel) match {
       case Some(f) =>
+        val dir = RootState.dirOf(rel)
+        byDir.get(dir).foreach { names =>
+          names -= rel
+          if (names.isEmpty) byDir.remove(dir)
+        }
         unlinkFromPack(rel, f)
         pendingPuts -= rel
         if (persistent) pendingDeletes += rel
@@ -96,10 +107,14 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   }
 
   def list(relDir: String): Seq[(String, Long)] = synchronized {
-    val prefix = relDir.stripSuffix("/") + "/"
-    files.iterator.collect {
-      case (rel, f) if rel.startsWith(prefix) && rel.indexOf('/', prefix.length) < 0 => (rel, f.length.toLong)
-    }.toVector
+    byDir.get(relDir.stripSuffix("/")) match {
+      case Some(names) => names.iterator.map(rel => (rel, files(rel).length.toLong)).toVector
+      case None => Vector.empty
+    }
+  }
+
+  private def store(rel: String, f: InlineFile): Unit = {
+    if (files.put(rel, f).isEmpty) byDir.getOrElseUpdate(RootState.dirOf(rel), mutable.HashSet[String]()) += rel
   }
 
   /** Marks the root released (its query stopped); returns the heap bytes it held. */
@@ -175,7 +190,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
       // whole checkpoint in driver heap; new batches' files are kept per the storage.
       val f = new InlineFile(null, e.length)
       f.packSeq = seq; f.pack = path; f.offset = e.offset; f.crc = e.crc
-      files(e.relPath) = f
+      store(e.relPath, f)
       held += e.relPath
     }
     packs(seq) = (path, held)
@@ -187,6 +202,12 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
 }
 
 private[coordinator] object RootState {
+  /** The directory of a path relative to the root ("" for a file directly under it). */
+  private def dirOf(rel: String): String = {
+    val slash = rel.lastIndexOf('/')
+    if (slash < 0) "" else rel.substring(0, slash)
+  }
+
   /** Rebuilds a root's inline files from its packs, oldest first. */
   def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
     val state = new RootState(root, persistent = true, keepInHeap, storage)

@@ -154,6 +154,37 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     assert(c.heldInlineBytes == 0)
   }
 
+  test("a directory's listing holds its own files only, after puts, deletes and a restore from packs") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    def listing(c: CheckpointCoordinator, relDir: String): Set[(String, Long)] =
+      c.handle(ListInline(root, relDir)) match {
+        case Listing(files) => files.toSet
+        case other => fail(s"ListInline answered $other")
+      }
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    Seq("state/0/1/1.heap-delta" -> "a", "state/0/1/2.heap-delta" -> "bb", "state/0/10/1.heap-delta" -> "ccc",
+      "state/0/1/x/1.heap-delta" -> "dddd", "state/1/1/1.heap-delta" -> "e")
+      .foreach { case (rel, content) => assert(c.handle(put(root, rel, content)) == Done) }
+    // Neither a sibling sharing the name's prefix (10) nor a subdirectory's file is the directory's.
+    val own = Set("state/0/1/1.heap-delta" -> 1L, "state/0/1/2.heap-delta" -> 2L)
+    assert(listing(c, "state/0/1") == own)
+    assert(listing(c, "state/0/1/") == own)
+    assert(listing(c, "state/0/10") == Set("state/0/10/1.heap-delta" -> 3L))
+    assert(listing(c, "state/0") == Set.empty)
+    assert(listing(c, "state/0/2") == Set.empty)
+    c.beforeCommit(root, 0)
+    assert(c.handle(DeleteInline(root, "state/0/1/1.heap-delta")) == Done)
+    assert(c.handle(put(root, "state/0/1/3.heap-delta", "fff")) == Done)
+    c.beforeCommit(root, 1)
+    val after = Set("state/0/1/2.heap-delta" -> 2L, "state/0/1/3.heap-delta" -> 3L)
+    assert(listing(c, "state/0/1") == after)
+    // A restarted driver rebuilds the same listing from the packs.
+    assert(listing(new CheckpointCoordinator(conf, Long.MaxValue), "state/0/1") == after)
+    assert(c.handle(DeleteInline(root, "state/0/10/1.heap-delta")) == Done)
+    assert(listing(c, "state/0/10") == Set.empty)
+  }
+
   test("a failed pack write keeps its changes pending: the next commit writes them") {
     val dir = newCheckpoint("q")
     val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
