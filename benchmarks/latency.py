@@ -18,8 +18,13 @@ for the deduplication (each key sent twice, the second ten records later) and th
 the output carrying its key. Records sent during the warm-up are left out. The run checks
 every key's last count and every deduplicated key: nothing lost, nothing twice.
 
+With ``--checkpoints s3`` every query's checkpoint (and the driver storage's path) is on S3, a
+SeaweedFS server the run starts (tests/support/realfs.py's ``SeaweedS3``, Hadoop's S3A client);
+each variant then also reports the S3 requests a batch makes, by the server's own count.
+
     .venv/bin/python benchmarks/latency.py                         # 1,000 records/s, 60 s per variant
     .venv/bin/python benchmarks/latency.py --seconds 10 --warmup 5 --rate 200 --variants heap-fs,no-state
+    .venv/bin/python benchmarks/latency.py --checkpoints s3 --variants hdfs,rocksdb-changelog,heap-fs,no-state
 """
 import argparse
 import json
@@ -124,10 +129,10 @@ def check(query: str, inputs, outputs) -> str:
     return "" if set(out_keys) == keys else "%d keys missing" % len(keys - set(out_keys))
 
 
-def run_variant(spark, F, broker, work: str, name: str, query: str, args) -> Dict:
+def run_variant(spark, F, broker, s3, work: str, name: str, query: str, args) -> Dict:
     variant = RTM if name == "rtm" else VARIANTS[name]
     q_kind = "project" if name == "no-state" else query
-    folder = os.path.join(work, "%s-%s" % (name, query))
+    folder = s3.path("%s-%s" % (name, query)) if s3 else os.path.join(work, "%s-%s" % (name, query))
     topic_in, topic_out = "%s-%s-in" % (name, query), "%s-%s-out" % (name, query)
     broker.create_topic(topic_in, INPUT_PARTITIONS)
     broker.create_topic(topic_out, INPUT_PARTITIONS)
@@ -150,8 +155,14 @@ def run_variant(spark, F, broker, work: str, name: str, query: str, args) -> Dic
         stdin=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
     total = args.warmup + args.seconds
     progress("%s %s: producing %d records/s for %.0f s (%.0f s warm-up)" % (name, q_kind, args.rate, total, args.warmup))
+    load_before = os.getloadavg()[0]
     sent, started, reported = 0, time.time(), time.time()
+    # S3 requests are counted over the measured part only: a query's start (its checkpoint's
+    # metadata, the first offsets) is not a batch's cost.
+    window = None
     while time.time() - started < total:
+        if s3 and window is None and time.time() - started >= args.warmup:
+            window = (s3.request_counts(), last_batch(stream))
         due = int((time.time() - started) * args.rate)
         producer.stdin.write("".join("%s,%s\n" % r for r in records(q_kind, sent, due)))
         producer.stdin.flush()
@@ -163,6 +174,11 @@ def run_variant(spark, F, broker, work: str, name: str, query: str, args) -> Dic
                 name, q_kind, sent, (stream.lastProgress or {}).get("batchId")))
             reported = time.time()
         time.sleep(0.005)
+    requests = None
+    if s3:
+        after, last = s3.request_counts(), last_batch(stream)
+        requests = {k: after.get(k, 0) - window[0].get(k, 0) for k in after}
+        requests["batches"] = last - window[1]
     producer.stdin.close()
     producer.wait(60)
     inputs = read(spark, F, broker.bootstrap, topic_in)
@@ -177,20 +193,43 @@ def run_variant(spark, F, broker, work: str, name: str, query: str, args) -> Dic
         if time.time() > deadline:
             raise RuntimeError("%s %s: the output did not catch up with the input in 180 s: %s" % (name, q_kind, problem))
         time.sleep(2)
-    batches = len(stream.recentProgress)
+    batches = last_batch(stream) + 1
     stream.stop()
     since = (started + args.warmup) * 1000
     lat = latencies(q_kind, inputs, outputs, since)
     r = {"variant": name, "label": variant["label"], "query": q_kind, "records": len(inputs),
          "measured": len(lat), "p50": percentile(lat, 50), "p99": percentile(lat, 99), "max": max(lat),
-         "batches": batches, "latencies": lat}
-    progress("%s %s: %d records in, every output exact; p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d records"
-             % (name, q_kind, len(inputs), r["p50"], r["p99"], r["max"], r["measured"]))
+         "batches": batches, "latencies": lat, "s3_requests": requests,
+         # The 1-minute load average around the measured part: a busy machine lengthens batches.
+         "load": (round(load_before, 1), round(os.getloadavg()[0], 1))}
+    progress("%s %s: %d records in, every output exact; p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d records%s"
+             % (name, q_kind, len(inputs), r["p50"], r["p99"], r["max"], r["measured"],
+                "; %.1f S3 requests a batch over %d measured batches" % (requests_per_batch(r), requests["batches"])
+                if s3 else ""))
     return r
+
+
+def last_batch(stream) -> int:
+    """The id of the query's last completed batch (ids count from 0 in a new checkpoint;
+    recentProgress keeps only the last 100); -1 before the first."""
+    return (stream.lastProgress or {}).get("batchId", -1)
+
+
+def requests_per_batch(r: Dict) -> float:
+    return r["s3_requests"]["total"] / max(1, r["s3_requests"]["batches"])
+
+
+def requests_by_type(r: Dict) -> str:
+    """The S3 requests of a measured batch by type, most frequent first: ``PUT 3.1, GET 2.0, ...``."""
+    n = max(1, r["s3_requests"]["batches"])
+    kinds = sorted(((v, k) for k, v in r["s3_requests"].items() if k not in ("total", "batches") and v),
+                   reverse=True)
+    return ", ".join("%s %.1f" % (k, v / n) for v, k in kinds)
 
 
 def table(results: List[Dict]) -> List[str]:
     lines = []
+    on_s3 = any(r.get("s3_requests") for r in results)
     for query in ("count", "dedup"):
         rows = [r for r in results if r["query"] in (query, "project")]
         if not rows:
@@ -199,13 +238,17 @@ def table(results: List[Dict]) -> List[str]:
         rocks = next((r for r in rows if r["variant"] == "rocksdb-changelog"), None)
         lines += ["", "%s (%s):" % ("groupBy(k).count()" if query == "count" else "dropDuplicates(k)",
                                     "update mode" if query == "count" else "append mode"),
-                  "| variant | records measured | p50 ms | p99 ms | max ms | p99 / no state | p99 / RocksDB + changelog |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| variant | records measured | p50 ms | p99 ms | max ms | p99 / no state | p99 / RocksDB + changelog | load |"
+                  + (" measured batches | S3 requests a batch | by type |" if on_s3 else ""),
+                  "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if on_s3 else "")]
         for r in rows:
-            lines.append("| %s | %d | %.0f | %.0f | %.0f | %s | %s |" % (
+            lines.append("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %s |" % (
                 r["label"], r["measured"], r["p50"], r["p99"], r["max"],
                 "%.2fx" % (r["p99"] / floor["p99"]) if floor else "-",
-                "%.2fx" % (r["p99"] / rocks["p99"]) if rocks else "-"))
+                "%.2fx" % (r["p99"] / rocks["p99"]) if rocks else "-",
+                "%.1f-%.1f" % tuple(r["load"]) if r.get("load") else "-")
+                + (" %d | %.1f | %s |" % (r["s3_requests"]["batches"], requests_per_batch(r), requests_by_type(r))
+                   if r.get("s3_requests") else ""))
     return lines
 
 
@@ -249,6 +292,8 @@ def main() -> None:
     parser.add_argument("--queries", default="count,dedup")
     parser.add_argument("--partitions", type=int, default=INPUT_PARTITIONS,
                         help="state partitions (spark.sql.shuffle.partitions; default: the input's 5)")
+    parser.add_argument("--checkpoints", choices=["local", "s3"], default="local",
+                        help="where the checkpoints go: the local disk, or S3 (a SeaweedFS server the run starts)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     names = args.variants.split(",")
@@ -262,8 +307,12 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="latency-bench-")
     progress("Kafka broker and connector jars (work folder %s)" % work)
     broker = realfs.KafkaBroker(os.path.join(work, "kafka"))
+    s3 = None
     results: List[Dict] = []
     try:
+        if args.checkpoints == "s3":
+            progress("SeaweedFS with its S3 gateway")
+            s3 = realfs.SeaweedS3(os.path.join(work, "seaweedfs"))
         # Real-Time Mode needs every task of its stage group at once (5 source partitions, the
         # state partitions): slots to spare, the admission check off as in the tests.
         builder = (SparkSession.builder.master("local[%d]" % max(8, 2 * args.partitions + 2))
@@ -272,6 +321,8 @@ def main() -> None:
                    .config("spark.jars", ",".join(realfs.kafka_connector_jars()))
                    .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
                    .config("spark.sql.shuffle.partitions", args.partitions))
+        for key, value in (realfs.spark_settings(s3) if s3 else {}).items():
+            builder = builder.config(key, value)
         spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         for query in args.queries.split(","):
@@ -279,7 +330,7 @@ def main() -> None:
                 if name == "no-state" and any(r["query"] == "project" for r in results):
                     continue  # the floor is the same projection for both queries
                 try:
-                    results.append(run_variant(spark, F, broker, work, name, query, args))
+                    results.append(run_variant(spark, F, broker, s3, work, name, query, args))
                 except Exception as e:  # noqa: BLE001 - one variant's failure ends no other's run
                     progress("%s %s FAILED: %s" % (name, query, str(e).splitlines()[0][:300]))
                     for q in spark.streams.active:
@@ -287,12 +338,15 @@ def main() -> None:
         spark.stop()
     finally:
         broker.stop()
-    title = "Spark %s, %d records/s over %d partitions, %.0f s per variant (after %.0f s warm-up), %d state partitions" % (
-        pyspark.__version__, args.rate, INPUT_PARTITIONS, args.seconds, args.warmup, args.partitions)
+        if s3:
+            s3.stop()
+    title = "Spark %s, %d records/s over %d partitions, %.0f s per variant (after %.0f s warm-up), %d state partitions%s" % (
+        pyspark.__version__, args.rate, INPUT_PARTITIONS, args.seconds, args.warmup, args.partitions,
+        ", checkpoints on S3 (SeaweedFS)" if s3 else "")
     lines = ["Micro-batch latency: " + title] + table(results)
     print("\n".join([""] + lines))
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, "latency-%s" % time.strftime("%Y%m%d-%H%M%S"))
+    base = os.path.join(args.out, "latency-%s%s" % ("s3-" if s3 else "", time.strftime("%Y%m%d-%H%M%S")))
     with open(base + ".json", "w") as f:
         json.dump({"command": " ".join(sys.argv), "title": title, "results": results}, f)
     with open(base + ".md", "w") as f:
