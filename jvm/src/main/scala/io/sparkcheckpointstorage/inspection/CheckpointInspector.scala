@@ -6,6 +6,7 @@ import scala.collection.mutable
 import org.apache.hadoop.conf.Configuration
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames, StorageMarker, VersionedName}
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.{InspectedBatch, InspectedPack, InspectedStore, InspectionResult, ResultCodec}
 
 /**

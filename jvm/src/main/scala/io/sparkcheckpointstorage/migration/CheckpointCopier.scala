@@ -5,8 +5,8 @@ import java.util.regex.Matcher
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 
 /**
  * Copies what a checkpoint holds besides state data, up to a batch: the query's metadata,

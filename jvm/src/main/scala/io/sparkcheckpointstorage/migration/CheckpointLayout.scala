@@ -8,9 +8,9 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.ResultCodec
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */

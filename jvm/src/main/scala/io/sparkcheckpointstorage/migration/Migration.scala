@@ -12,8 +12,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
-import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
+import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 

@@ -15,8 +15,8 @@ import org.apache.spark.scheduler.SparkListenerEvent
 import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
