@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * Spark's checkpoint layout, with what we add to it: the one place that knows where a
@@ -56,7 +56,7 @@ object CheckpointPaths {
 
   /** The query id `<root>/metadata` records; "" when there is none. */
   def readQueryId(root: String, conf: Configuration): String =
-    CheckpointFiles.readSmall(new Path(root, Metadata), conf)
+    FileSystemOperations.readSmall(new Path(root, Metadata), conf)
       .flatMap(b => queryIdOf(new String(b, StandardCharsets.UTF_8))).getOrElse("")
 
   /** (checkpoint root, path relative to the root) of a path inside a state directory. */

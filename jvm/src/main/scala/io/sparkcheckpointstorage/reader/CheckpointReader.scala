@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
 import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackFiles, PackIndex, StatePack}
 
@@ -128,7 +128,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
     PackFiles.sequences(root, conf).flatMap { seq =>
       val path = PackFiles.path(root, seq)
       // A pack deleted since the listing (superseded by the running query) is no longer one.
-      CheckpointFiles.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
+      FileSystemOperations.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
     }
   }
 
@@ -168,7 +168,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */
   def batchIds(dir: String): Seq[Long] =
-    CheckpointFiles.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
+    FileSystemOperations.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
 
   /**
    * The committed batch `batchId` (-1: the last committed one), or why there is none; the
