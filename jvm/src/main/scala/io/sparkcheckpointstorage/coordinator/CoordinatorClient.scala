@@ -7,7 +7,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.api.plugin.PluginContext
 import org.apache.spark.checkpointstorage.PluginDriverEndpoint
 
-import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.packs.PackDirectory
 
 /** How file managers reach the coordinator: directly on the driver, over RPC elsewhere. */
 object CoordinatorClient {
@@ -74,7 +74,7 @@ object CoordinatorClient {
       ask(GetInline(root, rel), raise) match {
         case InlineBytes(bytes) => return Some(bytes)
         case InPack(pack, offset, length, crc) =>
-          try return Some(PackFiles.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
+          try return Some(PackDirectory.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
           catch {
             // The running query superseded the pack while we read: ask again where the file is.
             case e: FileNotFoundException if attempt < MaxPackRereads => attempt += 1

@@ -21,7 +21,7 @@ import io.sparkcheckpointstorage.filesystem.FileSystemOperations
  *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNames)
  *   <root>/state/<op>/_metadata/...          operator metadata; <part>/_metadata/schema and
  *                                            <op>/_stateSchema/...: state schemas (Spark)
- *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackFiles)
+ *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackDirectory)
  *   <root>/checkpoint-storage                our marker (StorageMarker)
  *   <root>/_savepoint, _migration            the manifest of a savepoint, of a migration
  *   <root>/canonical-state/                  a canonical savepoint's state rows

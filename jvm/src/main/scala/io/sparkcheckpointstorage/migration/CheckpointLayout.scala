@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
-import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.packs.PackDirectory
 import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.ResultCodec
 
@@ -42,7 +42,7 @@ final class CheckpointLayout private (
     throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
       s"${SparkSettingKeys.ProviderClass}: this checkpoint was written by a Spark too old to migrate."))
 
-  def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackFiles.DirName + "/"))
+  def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackDirectory.DirName + "/"))
 
   /**
    * Refuses a checkpoint whose offset log does not record its number of partitions: a

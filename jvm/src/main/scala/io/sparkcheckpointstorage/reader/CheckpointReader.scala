@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
-import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackFiles, PackIndex, StatePack}
+import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackDirectory, PackIndex, StatePack}
 
 /** The checkpoint's state cannot be read; the message says why and what to do. */
 class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
@@ -125,8 +125,8 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The packs of the checkpoint, oldest first: (file name, index). */
   def packs(): Seq[(String, PackIndex)] = {
-    PackFiles.sequences(root, conf).flatMap { seq =>
-      val path = PackFiles.path(root, seq)
+    PackDirectory.sequences(root, conf).flatMap { seq =>
+      val path = PackDirectory.path(root, seq)
       // A pack deleted since the listing (superseded by the running query) is no longer one.
       FileSystemOperations.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
     }
@@ -155,7 +155,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
     val inline = if (!entry.inline) None else driverKey match {
       case Some(key) => CoordinatorClient.read(key, entry.relPath, conf, CheckpointReader.refusal)
       case None => packed.flatMap(_.files.get(entry.relPath))
-        .map(f => PackFiles.readEntry(f.pack.toString, f.offset, f.length, f.crc, path.toString, conf))
+        .map(f => PackDirectory.readEntry(f.pack.toString, f.offset, f.length, f.crc, path.toString, conf))
     }
     inline.orElse(readReal(path))
   }

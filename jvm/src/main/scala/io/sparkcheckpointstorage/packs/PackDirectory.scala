@@ -13,7 +13,7 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
  * verifying them. Packs are numbered from 1 without gaps under `<checkpoint>/state-packs/`;
  * only the oldest are ever deleted (by [[PackCleaner]]).
  */
-object PackFiles {
+object PackDirectory {
   val DirName: String = CheckpointPaths.Packs
   private val WriteBufferSize = 256 * 1024
 
