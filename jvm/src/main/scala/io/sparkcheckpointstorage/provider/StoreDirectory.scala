@@ -13,7 +13,7 @@ final case class StateFile(version: Long, kind: StateFileKind, path: Path)
  * The state files of one store directory: naming, listing, and recognising directories
  * written by Spark's built-in providers so that they are refused rather than misread.
  */
-final class StateFiles(val dir: Path, fm: CheckpointFileManager) {
+final class StoreDirectory(val dir: Path, fm: CheckpointFileManager) {
   def path(version: Long, kind: StateFileKind): Path = new Path(dir, s"$version.${kind.suffix}")
 
   /** Our files in the directory, sorted by version, a snapshot after the delta of its version. */
