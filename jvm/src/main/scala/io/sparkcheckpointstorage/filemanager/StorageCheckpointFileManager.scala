@@ -13,7 +13,7 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Che
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
 import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
   IllegalCheckpointStorageArgumentException}
@@ -52,7 +52,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     CheckpointPaths.splitState(qualified(p)) match {
-      case Some((root, rel)) if StateFileNames.inlinable(rel) =>
+      case Some((root, rel)) if StateFileNaming.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }

@@ -18,7 +18,7 @@ import io.sparkcheckpointstorage.filesystem.FileSystemOperations
  *   <root>/commits/<batch>                   the commit log: a batch done (Spark)
  *   <root>/sources/<source>/<n>[.compact]    each source's own log, numbered by that source's
  *                                            offsets, not by batch (Spark)
- *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNames)
+ *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNaming)
  *   <root>/state/<op>/_metadata/...          operator metadata; <part>/_metadata/schema and
  *                                            <op>/_stateSchema/...: state schemas (Spark)
  *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackDirectory)
@@ -102,7 +102,7 @@ object CheckpointPaths {
 
   /** The store version of a state file (any known provider's) at `rel`; None for other files. */
   def stateVersionOf(rel: String): Option[Long] =
-    storeOf(rel).flatMap(s => StateFileNames.versionOf(s._4)).map(_.version)
+    storeOf(rel).flatMap(s => StateFileNaming.versionOf(s._4)).map(_.version)
 
   /**
    * Whether a file belongs in a copy of the checkpoint at committed batch `batch` (a

@@ -15,7 +15,7 @@ import org.apache.spark.scheduler.SparkListenerEvent
 import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
 import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
@@ -231,7 +231,7 @@ object CheckpointMonitor {
 
   /** The store version of a state file (by its name), as inspection counts it. */
   def versionOf(rel: String): Option[Long] =
-    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNames.versionOf(name) }.map(_.version)
+    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNaming.versionOf(name) }.map(_.version)
 
   def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
 
