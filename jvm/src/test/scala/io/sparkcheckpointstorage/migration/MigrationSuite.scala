@@ -150,10 +150,10 @@ class MigrationSuite extends AnyFunSuite {
     val dir = Files.createTempDirectory("scs-hdfs-snapshot-")
     val schema = new StructType().add("k", LongType)
     val proj = UnsafeProjection.create(schema)
-    val file = new HdfsSnapshotFile(new Path(dir.toUri), 7, "lz4", conf)
+    val file = new HdfsSnapshotWriter(new Path(dir.toUri), 7, "lz4", conf)
     (1L to 3L).foreach(i => file.put(proj(InternalRow(i)).copy(), proj(InternalRow(i * 10)).copy()))
     file.commit()
-    val in = new DataInputStream(HdfsSnapshotFile.codec("lz4").compressedInputStream(
+    val in = new DataInputStream(HdfsSnapshotWriter.codec("lz4").compressedInputStream(
       new FileInputStream(dir.resolve("7.snapshot").toFile)))
     try {
       val records = Iterator.continually(in.readInt()).takeWhile(_ != -1).map { keyLen =>
