@@ -84,7 +84,7 @@ object StateRowsWriter {
       valueSchema: StructType,
       stateRoot: String,
       operatorId: Long,
-      store: StoreLayout,
+      store: OperatorStore,
       batchId: Long,
       targetProvider: String,
       storeConf: StateStoreConf,
