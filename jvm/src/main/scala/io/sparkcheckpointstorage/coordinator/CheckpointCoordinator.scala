@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
 import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, PackedBatch}
-import io.sparkcheckpointstorage.packs.{PackCleaner, PackFiles}
+import io.sparkcheckpointstorage.packs.{PackCleaner, PackDirectory}
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
 /**
@@ -133,8 +133,8 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     val pending = state.takePending()
     if (pending.isEmpty) return None
     val packed = try {
-      val seq = state.lastPackSeq.getOrElse((PackFiles.sequences(state.root, hadoopConf) :+ 0L).max) + 1
-      val (path, index) = PackFiles.write(state.root, seq, batchId, state.queryId(hadoopConf),
+      val seq = state.lastPackSeq.getOrElse((PackDirectory.sequences(state.root, hadoopConf) :+ 0L).max) + 1
+      val (path, index) = PackDirectory.write(state.root, seq, batchId, state.queryId(hadoopConf),
         pending.puts.map(p => p.relPath -> p.bytes), pending.deletes, hadoopConf)
       held.release(state.packed(seq, path, index, pending))
       PackedBatch(pending.puts.map(p => p.relPath -> p.bytes.length.toLong), path.getName)
@@ -233,7 +233,7 @@ object CheckpointCoordinator {
   /** The coordinator of this JVM when it is the driver (set by the plugin). */
   @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointCoordinator] = None
 
-  /** The driver's coordinator, null outside the driver (for Python and inspection). */
+  /** The driver's coordinator, null outside the driver (for Python and the Checkpoints tab). */
   def current(): CheckpointCoordinator = driverInstance.orNull
 }
 

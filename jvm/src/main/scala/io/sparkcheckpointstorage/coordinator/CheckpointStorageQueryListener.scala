@@ -5,7 +5,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.streaming.StreamingQueryListener
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -29,7 +29,7 @@ class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryList
       // Stopped by the user (no exception): the cancellation DELETE_ON_CANCELLATION is about.
       if (event.exception.isEmpty && deleteOnCancellation) roots.foreach { root =>
         coordinator.cancelPackCleanup(root)
-        CheckpointFiles.deleteRecursively(new Path(root), coordinator.hadoopConf)
+        FileSystemOperations.deleteRecursively(new Path(root), coordinator.hadoopConf)
         CheckpointCoordinator.log.info(s"Deleted the checkpoint $root of stopped query ${event.id} " +
           s"($DeleteOnCancellation)")
       }

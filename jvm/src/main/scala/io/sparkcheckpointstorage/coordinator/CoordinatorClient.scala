@@ -7,7 +7,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.api.plugin.PluginContext
 import org.apache.spark.checkpointstorage.PluginDriverEndpoint
 
-import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.packs.PackDirectory
 
 /** How file managers reach the coordinator: directly on the driver, over RPC elsewhere. */
 object CoordinatorClient {
@@ -41,8 +41,12 @@ object CoordinatorClient {
     }
   }
 
-  /** The coordinator's reply; a [[Failed]] one is raised as the exception of its kind. */
-  def ask(request: CoordinatorRequest): CoordinatorReply = {
+  /**
+   * The coordinator's reply; a [[Failed]] one is raised as `raise` makes it, by default the
+   * exception of its kind.
+   */
+  def ask(request: CoordinatorRequest,
+      raise: Failed => Exception = CoordinatorFailures.toException): CoordinatorReply = {
     val reply = CheckpointCoordinator.driverInstance match {
       case Some(c) => c.handle(request)
       case None => executorConnection match {
@@ -53,22 +57,24 @@ object CoordinatorClient {
       }
     }
     reply match {
-      case f: Failed => throw CoordinatorFailures.toException(f)
+      case f: Failed => throw raise(f)
       case ok => ok
     }
   }
 
   /**
    * The bytes of the inline file `rel` of checkpoint `root`, from the driver's heap or read
-   * from its pack here (checked against its checksum); None when it is not inline.
+   * from its pack here (checked against its checksum); None when it is not inline. A
+   * refusal is raised as in [[ask]].
    */
-  def read(root: String, rel: String, conf: Configuration): Option[Array[Byte]] = {
+  def read(root: String, rel: String, conf: Configuration,
+      raise: Failed => Exception = CoordinatorFailures.toException): Option[Array[Byte]] = {
     var attempt = 0
     while (true) {
-      ask(GetInline(root, rel)) match {
+      ask(GetInline(root, rel), raise) match {
         case InlineBytes(bytes) => return Some(bytes)
         case InPack(pack, offset, length, crc) =>
-          try return Some(PackFiles.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
+          try return Some(PackDirectory.readEntry(pack, offset, length, crc, s"${root.stripSuffix("/")}/$rel", conf))
           catch {
             // The running query superseded the pack while we read: ask again where the file is.
             case e: FileNotFoundException if attempt < MaxPackRereads => attempt += 1

@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, DeleteInline, PutInline}
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSizeLimitException}
 
 /**
@@ -43,7 +43,7 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
             CoordinatorClient.ask(PutInline(root, relPath, bytes, storage.toString,
               storage.isPersistent, storage.keepsInlineStateInHeap))
           case Placement.OwnFile =>
-            CheckpointFiles.writeAtomic(path, overwrite, conf)(_.write(bytes))
+            FileSystemOperations.writeAtomic(path, overwrite, conf)(_.write(bytes))
             CoordinatorClient.ask(DeleteInline(root, relPath))
         }
     }
@@ -73,7 +73,7 @@ private object InlineOrFileOutputStream {
             buffer.reset()
             Placement.Inline
         }) == Placement.OwnFile) {
-        val target = CheckpointFiles.createAtomic(path, overwrite, conf)
+        val target = FileSystemOperations.createAtomic(path, overwrite, conf)
         fileBuffered = new BufferedOutputStream(target, storage.writeBufferSize)
         buffer.writeTo(fileBuffered)
         buffer.reset()

@@ -12,8 +12,8 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Che
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
 import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
   IllegalCheckpointStorageArgumentException}
@@ -52,7 +52,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     CheckpointPaths.splitState(qualified(p)) match {
-      case Some((root, rel)) if StateFileNames.inlinable(rel) =>
+      case Some((root, rel)) if StateFileNaming.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
@@ -65,13 +65,13 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
                 CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, "Pack", String.valueOf(e.getMessage)))
                 throw e
             }
-            val out = CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
+            val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
             CheckpointMonitor.driverInstance match {
               // The tab learns of the batch once commits/<batch> is closed, i.e. written.
               case Some(monitor) => new CommitLogEntryStream(out, () => monitor.batchCommitting(root, batch, packed))
               case None => out
             }
-          case _ => CheckpointFiles.createAtomic(p, overwriteIfPossible, hadoopConf)
+          case _ => FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
         }
     }
 
@@ -114,7 +114,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def mkdirs(p: Path): Unit = {
-    if (CheckpointFiles.isLocal(p)) Files.createDirectories(CheckpointFiles.localPath(p))
+    if (FileSystemOperations.isLocal(p)) Files.createDirectories(FileSystemOperations.localPath(p))
     else fs.mkdirs(p)
   }
 
@@ -132,15 +132,15 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def delete(p: Path): Unit = {
     CheckpointPaths.splitState(qualified(p)).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
-    if (CheckpointFiles.isLocal(p)) {
-      val local = CheckpointFiles.localPath(p)
+    if (FileSystemOperations.isLocal(p)) {
+      val local = FileSystemOperations.localPath(p)
       if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
     } else {
       fs.delete(p, true)
     }
   }
 
-  override def isLocal: Boolean = CheckpointFiles.isLocal(path)
+  override def isLocal: Boolean = FileSystemOperations.isLocal(path)
 
   /**
    * Spark asks the file manager of a query's checkpoint root for its directory when the query

@@ -5,7 +5,8 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames, StorageMarker, VersionedName}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming, StorageMarker, VersionedName}
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.{InspectedBatch, InspectedPack, InspectedStore, InspectionResult, ResultCodec}
 
 /**
@@ -37,7 +38,7 @@ object CheckpointInspector {
     val otherStateFiles = mutable.ArrayBuffer[CheckpointEntry]()
     entries.filter(_.relPath.startsWith(CheckpointPaths.State + "/")).foreach { e =>
       CheckpointPaths.storeOf(e.relPath).flatMap { case (op, part, store, name) =>
-        StateFileNames.versionOf(name).map(v => (op, part, store, v))
+        StateFileNaming.versionOf(name).map(v => (op, part, store, v))
       } match {
         case Some((op, part, store, v)) => stores.getOrElseUpdate((op, part, store), mutable.ArrayBuffer()) += e -> v
         case None => otherStateFiles += e

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * Spark's checkpoint layout, with what we add to it: the one place that knows where a
@@ -18,10 +18,10 @@ import io.sparkcheckpointstorage.files.CheckpointFiles
  *   <root>/commits/<batch>                   the commit log: a batch done (Spark)
  *   <root>/sources/<source>/<n>[.compact]    each source's own log, numbered by that source's
  *                                            offsets, not by batch (Spark)
- *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNames)
+ *   <root>/state/<op>/<part>[/<store>]/<file>   the state stores (StateFileNaming)
  *   <root>/state/<op>/_metadata/...          operator metadata; <part>/_metadata/schema and
  *                                            <op>/_stateSchema/...: state schemas (Spark)
- *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackFiles)
+ *   <root>/state-packs/<n>.pack              our packs of inline state (packs.PackDirectory)
  *   <root>/checkpoint-storage                our marker (StorageMarker)
  *   <root>/_savepoint, _migration            the manifest of a savepoint, of a migration
  *   <root>/canonical-state/                  a canonical savepoint's state rows
@@ -56,7 +56,7 @@ object CheckpointPaths {
 
   /** The query id `<root>/metadata` records; "" when there is none. */
   def readQueryId(root: String, conf: Configuration): String =
-    CheckpointFiles.readSmall(new Path(root, Metadata), conf)
+    FileSystemOperations.readSmall(new Path(root, Metadata), conf)
       .flatMap(b => queryIdOf(new String(b, StandardCharsets.UTF_8))).getOrElse("")
 
   /** (checkpoint root, path relative to the root) of a path inside a state directory. */
@@ -102,7 +102,7 @@ object CheckpointPaths {
 
   /** The store version of a state file (any known provider's) at `rel`; None for other files. */
   def stateVersionOf(rel: String): Option[Long] =
-    storeOf(rel).flatMap(s => StateFileNames.versionOf(s._4)).map(_.version)
+    storeOf(rel).flatMap(s => StateFileNaming.versionOf(s._4)).map(_.version)
 
   /**
    * Whether a file belongs in a copy of the checkpoint at committed batch `batch` (a

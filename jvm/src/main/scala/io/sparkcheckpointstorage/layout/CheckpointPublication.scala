@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.inspection.CheckpointReader
+import io.sparkcheckpointstorage.reader.CheckpointReader
 
 /**
  * What writes a new checkpoint or savepoint, as its refusals and its unfinished output name it:

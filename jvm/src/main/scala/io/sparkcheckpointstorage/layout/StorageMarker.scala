@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * The `checkpoint-storage` file, written before a checkpoint's first commit: which storage
@@ -33,9 +33,9 @@ object StorageMarker {
 
   /** The marker of checkpoint `root`; None when it has none. */
   def read(root: String, conf: Configuration): Option[StorageMarker] =
-    CheckpointFiles.readSmall(path(root), conf).map(b => parse(new String(b, StandardCharsets.UTF_8)))
+    FileSystemOperations.readSmall(path(root), conf).map(b => parse(new String(b, StandardCharsets.UTF_8)))
 
   def write(root: String, marker: StorageMarker, conf: Configuration): Unit =
-    CheckpointFiles.writeAtomic(path(root), overwrite = true, conf)(
+    FileSystemOperations.writeAtomic(path(root), overwrite = true, conf)(
       _.write(marker.text.getBytes(StandardCharsets.UTF_8)))
 }

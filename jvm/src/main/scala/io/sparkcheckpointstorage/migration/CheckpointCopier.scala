@@ -5,8 +5,8 @@ import java.util.regex.Matcher
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 
 /**
  * Copies what a checkpoint holds besides state data, up to a batch: the query's metadata,
@@ -27,7 +27,7 @@ object CheckpointCopier {
    * `numPartitions`, every offset log entry and Spark's operator metadata record that number
    * of state partitions instead of the source's (Spark's own repartition does the same).
    */
-  def copy(layout: CheckpointLayout, targetFs: FileSystem, target: Path, targetProvider: String,
+  def copy(layout: SourceCheckpoint, targetFs: FileSystem, target: Path, targetProvider: String,
       numPartitions: Option[Int] = None): (Int, Long) =
     copy(layout.reader, layout.entries, layout.batchId, targetFs, target, targetProvider, numPartitions)
 

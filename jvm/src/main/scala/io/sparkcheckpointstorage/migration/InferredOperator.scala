@@ -34,11 +34,11 @@ object InferredOperator {
    * The operator `opId` of the checkpoint at `root` from its stores' schema files (store name
    * -> file content), each store with `numPartitions` partitions.
    */
-  def infer(opId: Long, root: String, schemaFiles: Map[String, Array[Byte]], numPartitions: Int): OperatorLayout = {
-    def store(name: String, prefix: Int = 0) = StoreLayout(name, prefix, numPartitions)
+  def infer(opId: Long, root: String, schemaFiles: Map[String, Array[Byte]], numPartitions: Int): StatefulOperator = {
+    def store(name: String, prefix: Int = 0) = OperatorStore(name, prefix, numPartitions)
     val names = schemaFiles.keySet
     if (names == JoinStores.toSet) {
-      return OperatorLayout(opId, "symmetricHashJoin", JoinStores.map(store(_)))
+      return StatefulOperator(opId, "symmetricHashJoin", JoinStores.map(store(_)))
     }
     if (names != Set(CheckpointPaths.DefaultStore)) {
       throw new MigrationException(s"Operator $opId of the checkpoint $root has no operator metadata " +
@@ -61,7 +61,7 @@ object InferredOperator {
       else if (fields.length >= 2 && fields.last.name == "timeoutTimestamp" && fields.last.dataType == LongType)
         "flatMapGroupsWithState"
       else "stateStoreSave"
-    OperatorLayout(opId, name, Seq(store(CheckpointPaths.DefaultStore, if (sessionWindow) key.length - 1 else 0)))
+    StatefulOperator(opId, name, Seq(store(CheckpointPaths.DefaultStore, if (sessionWindow) key.length - 1 else 0)))
   }
 
   /**

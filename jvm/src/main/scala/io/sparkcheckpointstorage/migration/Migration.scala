@@ -12,8 +12,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
-import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
+import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 
@@ -82,7 +82,7 @@ object Migration {
     }
     val targetProvider = TargetProvider.resolve(to)
     MigrationShim.checkWritable(targetProvider)
-    val layout = CheckpointLayout.read(source, batchId, conf)
+    val layout = SourceCheckpoint.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     if (layout.hasPacks && !conf.get(SparkSettingKeys.FileManagerClass, "").equals(classOf[StorageCheckpointFileManager].getName)) {
       throw new MigrationException(s"Some of the state of ${layout.root} is inline (packs of a checkpoint " +
@@ -104,13 +104,13 @@ object Migration {
    */
   private[sparkcheckpointstorage] def writeCheckpoint(
       spark: SparkSession,
-      layout: CheckpointLayout,
+      layout: SourceCheckpoint,
       target: String,
       targetProvider: String,
       conf: Configuration,
       started: Long,
       options: WriteOptions,
-      canonicalSavepoint: Option[String] = None)(rowsOf: (OperatorLayout, StoreLayout) => StoreRows): String = {
+      canonicalSavepoint: Option[String] = None)(rowsOf: (StatefulOperator, OperatorStore) => StoreRows): String = {
     if (targetProvider == TargetProvider.Hdfs &&
         layout.offsetConf.get(SparkSettingKeys.RowChecksum).exists(_.trim.equalsIgnoreCase("true"))) {
       throw new MigrationException(s"The checkpoint ${layout.root} keeps a checksum in every state row " +
@@ -218,7 +218,7 @@ object Migration {
   }
 
   /** The target's state settings: the source's, as its offset log records them, with the target provider. */
-  private def targetStoreConf(spark: SparkSession, layout: CheckpointLayout, targetProvider: String): StateStoreConf = {
+  private def targetStoreConf(spark: SparkSession, layout: SourceCheckpoint, targetProvider: String): StateStoreConf = {
     val sqlConf = MigrationShim.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     sqlConf.setConfString(SparkSettingKeys.ProviderClass, targetProvider)

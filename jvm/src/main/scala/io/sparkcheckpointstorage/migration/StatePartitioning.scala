@@ -29,7 +29,7 @@ object StatePartitioning {
   private val JoinIndexedStore = "-keyWithIndexToValue"
 
   /** The number of leading fields of `keySchema` that the operator's shuffle hashes. */
-  def hashedKeyFields(op: OperatorLayout, store: StoreLayout, keySchema: StructType): Int = {
+  def hashedKeyFields(op: StatefulOperator, store: OperatorStore, keySchema: StructType): Int = {
     requireRescalable(op, store)
     val name = op.name.toLowerCase(Locale.ROOT)
     if (name == Join && store.name.endsWith(JoinIndexedStore)) keySchema.length - 1
@@ -38,7 +38,7 @@ object StatePartitioning {
   }
 
   /** Refuses, by name, an operator whose shuffle keys cannot be told from its state. */
-  def requireRescalable(op: OperatorLayout, store: StoreLayout): Unit = {
+  def requireRescalable(op: StatefulOperator, store: OperatorStore): Unit = {
     val name = op.name.toLowerCase(Locale.ROOT)
     val known = WholeKey.contains(name) || name == Join || (name == SessionWindow && store.numColsPrefixKey > 0)
     if (!known) throw new MigrationException(s"Operator ${op.id} (${op.name}, store ${store.name}) cannot be " +

@@ -36,7 +36,7 @@ object StateRowsReader {
    * The rows of `store` of `op` at the layout's batch: by Spark's state data source, or on a
    * line without one (3.5) by the provider that wrote them, opened on the executors.
    */
-  def read(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout, store: StoreLayout): StoreRows =
+  def read(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator, store: OperatorStore): StoreRows =
     MigrationShim.readWithoutStateSource(spark, layout, op, store)
       .getOrElse(read(spark, layout.root, op.id, store.name, layout.batchId))
 

@@ -52,10 +52,10 @@ object ProviderSink {
     }
 }
 
-private[migration] final class HdfsSink(file: HdfsSnapshotFile) extends RowSink {
-  def put(key: UnsafeRow, value: UnsafeRow): Unit = file.put(key, value)
-  def commit(): Unit = file.commit()
-  def abort(): Unit = file.abort()
+private[migration] final class HdfsSink(writer: HdfsSnapshotWriter) extends RowSink {
+  def put(key: UnsafeRow, value: UnsafeRow): Unit = writer.put(key, value)
+  def commit(): Unit = writer.commit()
+  def abort(): Unit = writer.abort()
   def close(): Unit = ()
 }
 
@@ -67,7 +67,7 @@ final case class WrittenStore(operatorId: Long, store: String, rowsPerPartition:
  * provider opens the store empty at the batch's version, takes every row and commits the
  * next version (batch N: state version N + 1), as if the batch had been run on it. Spark's
  * HDFS provider cannot open a store empty at a version, so its snapshot file of that version
- * is written instead ([[HdfsSnapshotFile]]); before 4.2 no Spark provider can
+ * is written instead ([[HdfsSnapshotWriter]]); before 4.2 no Spark provider can
  * (the line's `MigrationShim`: `OwnStoreWriterShim`).
  */
 object StateRowsWriter {
@@ -84,7 +84,7 @@ object StateRowsWriter {
       valueSchema: StructType,
       stateRoot: String,
       operatorId: Long,
-      store: StoreLayout,
+      store: OperatorStore,
       batchId: Long,
       targetProvider: String,
       storeConf: StateStoreConf,
@@ -107,7 +107,7 @@ object StateRowsWriter {
       val valueProjection = UnsafeProjection.create(valueSchema)
       val storeId = StateStoreId(stateRoot, operatorId, partition, storeName)
       val sink = if (targetProvider == TargetProvider.Hdfs) {
-        new HdfsSink(new HdfsSnapshotFile(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
+        new HdfsSink(new HdfsSnapshotWriter(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
       } else {
         MigrationShim.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
           hadoopConf.value, batchId, targetProvider))

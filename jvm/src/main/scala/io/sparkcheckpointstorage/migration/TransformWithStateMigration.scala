@@ -11,8 +11,8 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.checkpointstorage.shim.{CheckpointFileManagerShim, MigrationShim}
 import org.apache.spark.sql.functions.col
 
-import io.sparkcheckpointstorage.inspection.CheckpointReader
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, SparkSettingKeys, StateSchemaPaths}
+import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.Savepoints
 
@@ -53,9 +53,9 @@ object TransformWithStateMigration {
     val entries = reader.entries()
     def text(rel: String): String = new String(entries.find(_.relPath == rel).flatMap(reader.read)
       .getOrElse(throw new MigrationException(s"$rel is missing from the checkpoint $root.")), StandardCharsets.UTF_8)
-    val offsetConf = CheckpointLayout.parseOffsetConf(text(CheckpointPaths.offsetEntry(batch)),
+    val offsetConf = SourceCheckpoint.parseOffsetConf(text(CheckpointPaths.offsetEntry(batch)),
       s"$root/${CheckpointPaths.offsetEntry(batch)}")
-    CheckpointLayout.requireFormatVersion1(root, batch, offsetConf, text(CheckpointPaths.commitEntry(batch)))
+    SourceCheckpoint.requireFormatVersion1(root, batch, offsetConf, text(CheckpointPaths.commitEntry(batch)))
     val sourceProvider = offsetConf.getOrElse(SparkSettingKeys.ProviderClass, TargetProvider.RocksDb)
     val sourcePartitions = offsetConf.get(SparkSettingKeys.ShufflePartitions).map(_.toInt).getOrElse(
       throw new MigrationException(s"The offset log entry ${CheckpointPaths.offsetEntry(batch)} of $root records " +

@@ -14,9 +14,9 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.scheduler.SparkListenerEvent
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
-import io.sparkcheckpointstorage.inspection.CheckpointReader
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNames}
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
+import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -187,7 +187,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
   /** The SQL settings batch `batchId`'s offset log entry records (its second line's "conf"). */
   private def recordedConf(root: String, batchId: Long): Option[Map[String, String]] =
     try {
-      CheckpointFiles.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf).flatMap { bytes =>
+      FileSystemOperations.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf).flatMap { bytes =>
         val lines = new String(bytes, StandardCharsets.UTF_8).split('\n')
         if (lines.length < 2) None else {
           val conf = mapper.readTree(lines(1)).get("conf")
@@ -231,7 +231,7 @@ object CheckpointMonitor {
 
   /** The store version of a state file (by its name), as inspection counts it. */
   def versionOf(rel: String): Option[Long] =
-    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNames.versionOf(name) }.map(_.version)
+    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNaming.versionOf(name) }.map(_.version)
 
   def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
 

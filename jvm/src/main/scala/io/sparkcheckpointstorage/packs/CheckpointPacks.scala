@@ -50,16 +50,16 @@ object CheckpointPacks {
 
   private def readOnce(root: String, queryId: String, conf: Configuration,
       lastAttempt: Boolean): Option[CheckpointPacks] = {
-    val seqs = PackFiles.sequences(root, conf)
+    val seqs = PackDirectory.sequences(root, conf)
     // Packs are numbered without gaps and only the oldest are ever deleted: a gap is a lost
     // pack, and the state it held would silently be older than the commit log says.
     seqs.zip(seqs.drop(1)).find { case (a, b) => b != a + 1 }.foreach { case (a, b) =>
-      throw CorruptPackException(PackFiles.path(root, a + 1).toString,
+      throw CorruptPackException(PackDirectory.path(root, a + 1).toString,
         s"it is missing, while packs ${StatePack.fileName(a)} and ${StatePack.fileName(b)} exist")
     }
     val packs = seqs.map { seq =>
-      val path = PackFiles.path(root, seq)
-      val index = PackFiles.readIndex(path, conf).getOrElse {
+      val path = PackDirectory.path(root, seq)
+      val index = PackDirectory.readIndex(path, conf).getOrElse {
         if (!lastAttempt) return None
         throw CorruptPackException(path.toString, "it disappeared while being read, again and again")
       }

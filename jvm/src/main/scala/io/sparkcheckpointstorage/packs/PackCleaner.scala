@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * Deletes packs that no longer hold live state, on a background thread, so the commit path
@@ -55,7 +55,7 @@ final class PackCleaner(hadoopConf: Configuration) {
     var next = queues.synchronized(queues.get(root).flatMap(_.headOption))
     while (next.isDefined) {
       val pack = next.get
-      try CheckpointFiles.delete(pack, hadoopConf) catch {
+      try FileSystemOperations.delete(pack, hadoopConf) catch {
         case NonFatal(e) =>
           log.warn(s"Could not delete obsolete state pack $pack (retried after the next commit): $e")
           return

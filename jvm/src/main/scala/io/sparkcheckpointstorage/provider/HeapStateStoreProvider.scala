@@ -37,7 +37,7 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
   private var hadoopConf: Configuration = _
   private var sparkConf: SparkConf = _
   private var fm: CheckpointFileManager = _
-  private var files: StateFiles = _
+  private var files: StoreDirectory = _
   private var prefixCols: Option[Int] = None
   private var live: LiveState = _
 
@@ -66,7 +66,7 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
     val dir = stateStoreId.storeCheckpointLocation()
     this.fm = CheckpointFileManager.create(dir, hadoopConf)
     fm.mkdirs(dir)
-    this.files = new StateFiles(dir, fm)
+    this.files = new StoreDirectory(dir, fm)
     this.live = new LiveState(keySchema, valueSchema, prefixCols)
   }
 

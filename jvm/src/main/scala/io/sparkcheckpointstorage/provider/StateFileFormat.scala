@@ -10,14 +10,14 @@ import org.apache.spark.SparkConf
 import org.apache.spark.checkpointstorage.SparkInternals
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
-import io.sparkcheckpointstorage.layout.StateFileNames
+import io.sparkcheckpointstorage.layout.StateFileNaming
 
 /** The kind of a state file: the changes of one version, or the whole state at a version. */
 sealed abstract class StateFileKind(val tag: Byte, val suffix: String)
 
 object StateFileKind {
-  case object Delta extends StateFileKind('D', StateFileNames.HeapDelta)
-  case object Snapshot extends StateFileKind('S', StateFileNames.HeapSnapshot)
+  case object Delta extends StateFileKind('D', StateFileNaming.HeapDelta)
+  case object Snapshot extends StateFileKind('S', StateFileNaming.HeapSnapshot)
   val all: Seq[StateFileKind] = Seq(Delta, Snapshot)
 }
 

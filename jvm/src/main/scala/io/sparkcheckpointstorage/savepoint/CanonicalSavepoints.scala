@@ -14,7 +14,7 @@ import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.types.{DataType, StructType}
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
-import io.sparkcheckpointstorage.migration.{CheckpointCopier, CheckpointLayout, Migration, MigrationException,
+import io.sparkcheckpointstorage.migration.{CheckpointCopier, Migration, MigrationException, SourceCheckpoint,
   StateRowsReader, StoreRows, TargetProvider, WriteOptions}
 import io.sparkcheckpointstorage.results.{CanonicalOperator, CanonicalSavepointManifest, CanonicalSavepointResult,
   CanonicalStore, ResultCodec}
@@ -50,7 +50,7 @@ object CanonicalSavepoints {
   private def write(spark: SparkSession, source: String, target: String, batchId: Long): String = {
     val started = System.nanoTime()
     val conf = MigrationShim.hadoopConf(spark)
-    val layout = CheckpointLayout.read(source, batchId, conf)
+    val layout = SourceCheckpoint.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     val dst = CheckpointPublication.prepare(Savepoints.Writer, layout.root, target, conf)
     val fs = dst.fs
@@ -110,7 +110,7 @@ object CanonicalSavepoints {
     if (batchId >= 0 && batchId != saved) {
       throw new MigrationException(s"The canonical savepoint $savepoint holds batch $saved only, not batch $batchId.")
     }
-    val layout = CheckpointLayout.read(savepoint, saved, conf)
+    val layout = SourceCheckpoint.read(savepoint, saved, conf)
     val targetProvider = TargetProvider.resolve(to)
     val stores = manifest.get("operators").elements().asScala.flatMap { op =>
       op.get("stores").elements().asScala.map(s => (op.get("operatorId").asLong(), s.get("name").asText()) -> s)

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 
 import org.apache.spark.SparkConf
 
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNames}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming}
 import io.sparkcheckpointstorage.provider.{StateFileFormat, StateFileKind}
 import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
@@ -28,7 +28,7 @@ private[savepoint] object SavepointVerifier {
     val stores = mutable.TreeMap[String, mutable.Map[(Long, StateFileKind), Path]]()
     walk(fs, new Path(dir, "state"), "state").foreach { case (rel, path) =>
       val name = rel.substring(rel.lastIndexOf('/') + 1)
-      for ((v, suffix) <- StateFileNames.ours(name); k <- StateFileKind.all.find(_.suffix == suffix);
+      for ((v, suffix) <- StateFileNaming.ours(name); k <- StateFileKind.all.find(_.suffix == suffix);
            _ <- CheckpointPaths.storeOf(rel)) {
         stores.getOrElseUpdate(rel.substring(0, rel.lastIndexOf('/')), mutable.Map())((v, k)) = path
       }

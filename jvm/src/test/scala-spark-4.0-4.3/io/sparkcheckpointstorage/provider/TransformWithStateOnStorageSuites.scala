@@ -104,7 +104,7 @@ class TransformWithStateOnFileSystemStorageSuite extends TransformWithStateSuite
   // Spark's tests check results, not where the state went: this one checks the checkpoint
   // of a two-batch query, with and without changelog checkpointing like the others. RocksDB
   // reads its changelogs back through the file manager, so they are packed; it opens its
-  // snapshot zips past the file manager, so those stay files of their own (StateFileNames).
+  // snapshot zips past the file manager, so those stay files of their own (StateFileNaming).
   test("RocksDB's changelogs are packed, its snapshot zips stay files") {
     withSQLConf(SQLConf.SHUFFLE_PARTITIONS.key -> "2") {
       withTempDir { dir =>

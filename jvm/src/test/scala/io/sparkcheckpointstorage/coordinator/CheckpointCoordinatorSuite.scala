@@ -13,7 +13,7 @@ import org.apache.spark.api.plugin.PluginContext
 import org.scalatest.{BeforeAndAfterAll, BeforeAndAfterEach}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.packs.{CorruptPackException, PackFiles}
+import io.sparkcheckpointstorage.packs.{CorruptPackException, PackDirectory}
 
 /**
  * The coordinator under concurrency: no request waits for another query's file I/O, puts
@@ -58,7 +58,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.handle(GetInline(root, rel)) match {
       case InlineBytes(b) => Some(new String(b, UTF_8))
       case InPack(pack, offset, length, crc) =>
-        Some(new String(PackFiles.readEntry(pack, offset, length, crc, rel, conf), UTF_8))
+        Some(new String(PackDirectory.readEntry(pack, offset, length, crc, rel, conf), UTF_8))
       case NotInline => None
       case other => fail(s"GetInline($root, $rel) answered $other")
     }

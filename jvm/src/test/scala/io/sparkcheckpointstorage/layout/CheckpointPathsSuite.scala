@@ -19,14 +19,14 @@ class CheckpointPathsSuite extends AnyFunSuite {
   }
 
   test("state file names of every known provider give their version and kind") {
-    assert(StateFileNames.versionOf("7.heap-delta") == Some(VersionedName(7, snapshot = false)))
-    assert(StateFileNames.versionOf("7.heap-snapshot") == Some(VersionedName(7, snapshot = true)))
-    assert(StateFileNames.versionOf("3.delta") == Some(VersionedName(3, snapshot = false)))
-    assert(StateFileNames.versionOf(".3.delta.crc") == Some(VersionedName(3, snapshot = false)))
-    assert(StateFileNames.versionOf("12_0b1c2d3e-aaaa.changelog") == Some(VersionedName(12, snapshot = false)))
-    assert(StateFileNames.versionOf("12.zip") == Some(VersionedName(12, snapshot = true)))
-    assert(StateFileNames.versionOf("schema").isEmpty)
-    assert(StateFileNames.versionOf("000123-uuid.sst").isEmpty)
+    assert(StateFileNaming.versionOf("7.heap-delta") == Some(VersionedName(7, snapshot = false)))
+    assert(StateFileNaming.versionOf("7.heap-snapshot") == Some(VersionedName(7, snapshot = true)))
+    assert(StateFileNaming.versionOf("3.delta") == Some(VersionedName(3, snapshot = false)))
+    assert(StateFileNaming.versionOf(".3.delta.crc") == Some(VersionedName(3, snapshot = false)))
+    assert(StateFileNaming.versionOf("12_0b1c2d3e-aaaa.changelog") == Some(VersionedName(12, snapshot = false)))
+    assert(StateFileNaming.versionOf("12.zip") == Some(VersionedName(12, snapshot = true)))
+    assert(StateFileNaming.versionOf("schema").isEmpty)
+    assert(StateFileNaming.versionOf("000123-uuid.sst").isEmpty)
   }
 
   test("store paths: operator, partition, store (default or a join's) and file name") {
@@ -60,12 +60,12 @@ class CheckpointPathsSuite extends AnyFunSuite {
 
   test("RocksDB snapshots may be held inline only with a checkpoint id, and only where Spark reads them through the file manager") {
     val fromFourTwo = org.apache.spark.sql.checkpointstorage.shim.RocksDbFilesShim.zipsWithCheckpointIdThroughFileManager
-    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip") == fromFourTwo)
-    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip.crc") == fromFourTwo)
-    assert(!StateFileNames.inlinable("state/0/1/3.zip"))
-    assert(!StateFileNames.inlinable("state/0/1/SSTs/000008-0b1c2d3e-aaaa.sst"))
-    assert(StateFileNames.inlinable("state/0/1/3_0b1c2d3e-aaaa.changelog"))
-    assert(StateFileNames.inlinable("state/0/1/3.changelog"))
+    assert(StateFileNaming.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip") == fromFourTwo)
+    assert(StateFileNaming.inlinable("state/0/1/3_0b1c2d3e-aaaa.zip.crc") == fromFourTwo)
+    assert(!StateFileNaming.inlinable("state/0/1/3.zip"))
+    assert(!StateFileNaming.inlinable("state/0/1/SSTs/000008-0b1c2d3e-aaaa.sst"))
+    assert(StateFileNaming.inlinable("state/0/1/3_0b1c2d3e-aaaa.changelog"))
+    assert(StateFileNaming.inlinable("state/0/1/3.changelog"))
   }
 
   test("transformWithState's operator metadata names the schema files of the checkpoint it is copied to") {

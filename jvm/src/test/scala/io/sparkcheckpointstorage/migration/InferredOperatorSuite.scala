@@ -22,10 +22,10 @@ class InferredOperatorSuite extends AnyFunSuite {
     bytes.toByteArray
   }
 
-  private def infer(stores: (String, Array[Byte])*): OperatorLayout =
+  private def infer(stores: (String, Array[Byte])*): StatefulOperator =
     InferredOperator.infer(3, "file:/ck", stores.toMap, numPartitions = 4)
 
-  private def single(key: StructType, value: StructType): OperatorLayout = infer("default" -> schemaFile(key, value))
+  private def single(key: StructType, value: StructType): StatefulOperator = infer("default" -> schemaFile(key, value))
 
   private val k = StructType(Seq(StructField("k", LongType)))
 
@@ -54,14 +54,14 @@ class InferredOperatorSuite extends AnyFunSuite {
     assert(single(StructType(Seq(StructField("key", NullType))), StructType(Seq(StructField("value", LongType))))
       .name == "globalLimit")
     val op = single(k, buffers)
-    assert(op == OperatorLayout(3, "stateStoreSave", Seq(StoreLayout("default", 0, 4))))
+    assert(op == StatefulOperator(3, "stateStoreSave", Seq(OperatorStore("default", 0, 4))))
   }
 
   test("a session window: its grouping keys are the key prefix") {
     val key = StructType(k.fields :+ StructField("sessionStartTime", TimestampType, nullable = false))
     val marked = new MetadataBuilder().putBoolean("spark.sessionWindow", true).build()
     val value = StructType(Seq(StructField("session_window", window, nullable = false, marked)) ++ k.fields)
-    assert(single(key, value) == OperatorLayout(3, "sessionWindowStateStoreSaveExec", Seq(StoreLayout("default", 1, 4))))
+    assert(single(key, value) == StatefulOperator(3, "sessionWindowStateStoreSaveExec", Seq(OperatorStore("default", 1, 4))))
     // The same shapes without Spark's mark are an aggregation keyed by all of them.
     assert(single(key, StructType(Seq(StructField("session_window", window)) ++ k.fields)).name == "stateStoreSave")
   }

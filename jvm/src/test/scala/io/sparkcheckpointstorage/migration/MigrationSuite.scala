@@ -46,43 +46,43 @@ class MigrationSuite extends AnyFunSuite {
 
   test("the layout: last committed batch, offset log conf, operators with their stores") {
     val root = checkpoint(2)
-    val layout = CheckpointLayout.read(root.toString, -1, conf)
+    val layout = SourceCheckpoint.read(root.toString, -1, conf)
     assert(layout.batchId == 1 && layout.committed == Seq(0L, 1L))
     assert(layout.sourceProvider == hdfs && layout.numPartitions == 4)
-    assert(layout.operators == Seq(OperatorLayout(0, "stateStoreSave", Seq(StoreLayout("default", 0, 4)))))
+    assert(layout.operators == Seq(StatefulOperator(0, "stateStoreSave", Seq(OperatorStore("default", 0, 4)))))
     assert(!layout.hasPacks)
   }
 
   test("refusals of the source: no commit, an uncommitted batch, format version 2, transformWithState, no metadata") {
-    assert(refused(CheckpointLayout.read(checkpoint(0).toString, -1, conf))
+    assert(refused(SourceCheckpoint.read(checkpoint(0).toString, -1, conf))
       .contains("has no committed batch yet: there is no state to migrate. Let the query complete a batch first"))
     val root = checkpoint(2)
-    val inFlight = refused(CheckpointLayout.read(root.toString, 2, conf))
+    val inFlight = refused(SourceCheckpoint.read(root.toString, 2, conf))
     assert(inFlight.contains("Batch 2 of the checkpoint"))
     assert(inFlight.contains("is not committed (it is being processed, or failed): only the state of a committed " +
       "batch can be migrated. The last committed batch is 1; omit the batch to migrate it."), inFlight)
-    assert(refused(CheckpointLayout.read(root.toString, 9, conf)).contains("has no committed batch 9 (committed: 0 to 1)"))
+    assert(refused(SourceCheckpoint.read(root.toString, 9, conf)).contains("has no committed batch 9 (committed: 0 to 1)"))
     write(root, "commits/1", "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{}}")
-    assert(refused(CheckpointLayout.read(root.toString, -1, conf)).contains("state checkpoint format version 2"))
+    assert(refused(SourceCheckpoint.read(root.toString, -1, conf)).contains("state checkpoint format version 2"))
     val tws = checkpoint(1)
     write(tws, "state/1/_metadata/v2/0", "{}")
-    assert(refused(CheckpointLayout.read(tws.toString, -1, conf)).contains("it is a transformWithState operator"))
+    assert(refused(SourceCheckpoint.read(tws.toString, -1, conf)).contains("it is a transformWithState operator"))
     val old = checkpoint(1)
     write(old, "state/3/0/1.delta", "x")
-    assert(refused(CheckpointLayout.read(old.toString, -1, conf)).contains("Operator 3 of the checkpoint"))
-    assert(refused(CheckpointLayout.read(old.toString, -1, conf)).contains("Resume the query on Spark 4.0 or later"))
+    assert(refused(SourceCheckpoint.read(old.toString, -1, conf)).contains("Operator 3 of the checkpoint"))
+    assert(refused(SourceCheckpoint.read(old.toString, -1, conf)).contains("Resume the query on Spark 4.0 or later"))
   }
 
   test("the offset log records the target provider, nothing else changes") {
     val entry = offsets(hdfs, ",\"spark.sql.streaming.stateStore.compression.codec\":\"lz4\"")
     val rewritten = CheckpointCopier.recordProvider(entry, TargetProvider.Heap)
     assert(rewritten == entry.replace(hdfs, TargetProvider.Heap))
-    assert(CheckpointLayout.parseOffsetConf(rewritten, "x")(SparkSettingKeys.ProviderClass) == TargetProvider.Heap)
+    assert(SourceCheckpoint.parseOffsetConf(rewritten, "x")(SparkSettingKeys.ProviderClass) == TargetProvider.Heap)
   }
 
   test("a rescale records the new number of partitions as shuffle and (4.1+) state partitions") {
     val entry = offsets(hdfs, ",\"spark.sql.streaming.internal.stateStore.partitions\":\"4\"")
-    val conf = CheckpointLayout.parseOffsetConf(CheckpointCopier.recordPartitions(entry, 11), "x")
+    val conf = SourceCheckpoint.parseOffsetConf(CheckpointCopier.recordPartitions(entry, 11), "x")
     assert(conf(SparkSettingKeys.ShufflePartitions) == "11")
     assert(conf(SparkSettingKeys.StatePartitions) == "11")
     assert(conf(SparkSettingKeys.ProviderClass) == hdfs)
@@ -91,7 +91,7 @@ class MigrationSuite extends AnyFunSuite {
   test("the key fields each operator's shuffle hashes, and an unknown operator refused by name") {
     val key = new StructType().add("a", LongType).add("b", LongType).add("c", LongType)
     def fields(op: String, store: String = "default", prefix: Int = 0): Int =
-      StatePartitioning.hashedKeyFields(OperatorLayout(0, op, Nil), StoreLayout(store, prefix, 4), key)
+      StatePartitioning.hashedKeyFields(StatefulOperator(0, op, Nil), OperatorStore(store, prefix, 4), key)
     Seq("stateStoreSave", "dedupe", "dedupeWithinWatermark", "flatMapGroupsWithState", "applyInPandasWithState")
       .foreach(op => assert(fields(op) == 3, op))
     assert(fields("symmetricHashJoin", "left-keyToNumValues") == 3)
@@ -150,10 +150,10 @@ class MigrationSuite extends AnyFunSuite {
     val dir = Files.createTempDirectory("scs-hdfs-snapshot-")
     val schema = new StructType().add("k", LongType)
     val proj = UnsafeProjection.create(schema)
-    val file = new HdfsSnapshotFile(new Path(dir.toUri), 7, "lz4", conf)
+    val file = new HdfsSnapshotWriter(new Path(dir.toUri), 7, "lz4", conf)
     (1L to 3L).foreach(i => file.put(proj(InternalRow(i)).copy(), proj(InternalRow(i * 10)).copy()))
     file.commit()
-    val in = new DataInputStream(HdfsSnapshotFile.codec("lz4").compressedInputStream(
+    val in = new DataInputStream(HdfsSnapshotWriter.codec("lz4").compressedInputStream(
       new FileInputStream(dir.resolve("7.snapshot").toFile)))
     try {
       val records = Iterator.continually(in.readInt()).takeWhile(_ != -1).map { keyLen =>

@@ -102,7 +102,7 @@ abstract class HeapStateStoreSuiteSetup extends StateStoreSuiteBase[HeapStateSto
   /** The newest version in the store's directory (0 when none). */
   protected def latestVersion(storeProvider: HeapStateStoreProvider): Int = {
     val dir = storeProvider.stateStoreId.storeCheckpointLocation()
-    new StateFiles(dir, CheckpointFileManager.create(dir, new Configuration))
+    new StoreDirectory(dir, CheckpointFileManager.create(dir, new Configuration))
       .list().map(_.version).foldLeft(0L)((a, b) => math.max(a, b)).toInt
   }
 

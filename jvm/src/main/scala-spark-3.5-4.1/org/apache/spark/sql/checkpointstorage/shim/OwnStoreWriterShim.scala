@@ -16,7 +16,7 @@ import io.sparkcheckpointstorage.provider.HeapStateStoreProvider
  * Spark's API, to open a store empty at an arbitrary version (`getStore(loadEmpty = true)`
  * came with 4.2's state repartitioning). Our own provider opens one itself
  * ([[EmptyStoreShim]]), so it writes the migrated batch as its version in its own file
- * format; Spark's HDFS provider gets its snapshot file written directly (`HdfsSnapshotFile`);
+ * format; Spark's HDFS provider gets its snapshot file written directly (`HdfsSnapshotWriter`);
  * Spark's RocksDB provider writes the rows as its first version, renamed to the batch's
  * ([[OwnStoreWriterShim.RocksDbFirstVersionSink]]). Any other provider is refused. The line's
  * `MigrationShim` only opens Spark's RocksDB provider at version 0, with that line's

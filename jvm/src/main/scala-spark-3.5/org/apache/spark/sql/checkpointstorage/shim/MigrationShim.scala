@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
 
-import io.sparkcheckpointstorage.migration.{CheckpointLayout, OperatorLayout, ProviderSink, StoreLayout, StoreRows, TargetStore}
+import io.sparkcheckpointstorage.migration.{OperatorStore, ProviderSink, SourceCheckpoint, StatefulOperator, StoreRows, TargetStore}
 
 /**
  * The Spark 3.5 members a migration uses: the session's conf and rows (3.5's `SparkSession`
@@ -26,8 +26,8 @@ object MigrationShim extends OwnStoreWriterShim {
   def internalRows(df: DataFrame): RDD[InternalRow] = df.queryExecution.toRdd
 
   /** Spark 3.5 has no state data source: the provider that wrote the state reads it. */
-  def readWithoutStateSource(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout,
-      store: StoreLayout): Option[StoreRows] = Some(ProviderStateRowsShim.read(spark, layout, op, store))
+  def readWithoutStateSource(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator,
+      store: OperatorStore): Option[StoreRows] = Some(ProviderStateRowsShim.read(spark, layout, op, store))
 
   protected def openRocksDbAtZero(target: TargetStore): (StateStoreProvider, StateStore) = {
     val provider = StateStoreProvider.createAndInit(StateStoreProviderId(target.storeId, UUID.randomUUID()),

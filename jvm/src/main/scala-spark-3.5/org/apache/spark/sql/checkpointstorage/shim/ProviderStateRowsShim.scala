@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStor
 import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
-import io.sparkcheckpointstorage.migration.{CheckpointLayout, MigrationException, OperatorLayout, StoreLayout, StoreRows}
+import io.sparkcheckpointstorage.migration.{MigrationException, OperatorStore, SourceCheckpoint, StatefulOperator, StoreRows}
 
 /**
  * The rows of one store at a batch, read on Spark 3.5, which has no state data source (it
@@ -20,7 +20,7 @@ import io.sparkcheckpointstorage.migration.{CheckpointLayout, MigrationException
  * value schemas are those Spark recorded in its partition 0.
  */
 object ProviderStateRowsShim {
-  def read(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout, store: StoreLayout): StoreRows = {
+  def read(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator, store: OperatorStore): StoreRows = {
     val (keySchema, valueSchema) = layout.storeSchemas(op.id, store.name)
     val sqlConf = MigrationShim.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }

@@ -11,7 +11,7 @@ import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
 
-import io.sparkcheckpointstorage.migration.{CheckpointLayout, MigrationException, OperatorLayout, StoreLayout, StoreRows, TargetStore}
+import io.sparkcheckpointstorage.migration.{MigrationException, OperatorStore, SourceCheckpoint, StatefulOperator, StoreRows, TargetStore}
 
 /**
  * The migration members every line from Spark 4.0 shares. They reach into a classic
@@ -29,8 +29,8 @@ trait Spark4MigrationShim {
   def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
 
   /** None: Spark's state data source reads every store from 4.0. */
-  def readWithoutStateSource(spark: SparkSession, layout: CheckpointLayout, op: OperatorLayout,
-      store: StoreLayout): Option[StoreRows] = None
+  def readWithoutStateSource(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator,
+      store: OperatorStore): Option[StoreRows] = None
 
   def internalRows(df: DataFrame): RDD[InternalRow] =
     df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd

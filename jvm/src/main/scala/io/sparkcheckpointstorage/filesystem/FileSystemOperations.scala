@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.files
+package io.sparkcheckpointstorage.filesystem
 
 import java.io.{FileNotFoundException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}
@@ -14,7 +14,7 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Fil
  * File operations of the checkpoint storages on any Hadoop file system, with the local file
  * system served by the JDK (see [[LocalAtomicOutputStream]] for why).
  */
-object CheckpointFiles {
+object FileSystemOperations {
   /** File systems without an atomic rename: write the final path directly (visible on close). */
   val NoAtomicRename: Set[String] = Set("s3", "s3a", "s3n", "gs", "oss", "cos", "cosn", "obs")
 

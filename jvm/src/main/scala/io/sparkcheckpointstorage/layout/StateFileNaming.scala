@@ -18,7 +18,7 @@ final case class VersionedName(version: Long, snapshot: Boolean)
  *   .<file>.crc                                            Hadoop's checksum of <file>
  * }}}
  */
-object StateFileNames {
+object StateFileNaming {
   val HeapDelta = "heap-delta"
   val HeapSnapshot = "heap-snapshot"
   private val Ours = Seq(HeapDelta, HeapSnapshot)

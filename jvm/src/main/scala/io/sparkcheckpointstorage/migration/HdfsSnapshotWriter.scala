@@ -19,12 +19,12 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
  * it cannot itself write the migrated batch as its version. The query resumed on the target
  * reads the file with the provider's own loader, which checks every record.
  */
-final class HdfsSnapshotFile(dir: Path, version: Long, codecName: String, conf: Configuration) {
+final class HdfsSnapshotWriter(dir: Path, version: Long, codecName: String, conf: Configuration) {
   private val path = new Path(dir, s"$version.snapshot")
   private val fs = path.getFileSystem(conf)
   fs.mkdirs(dir)
   private val raw: OutputStream = fs.create(path, false)
-  private val out = new DataOutputStream(HdfsSnapshotFile.codec(codecName).compressedOutputStream(raw))
+  private val out = new DataOutputStream(HdfsSnapshotWriter.codec(codecName).compressedOutputStream(raw))
   private var open = true
 
   def put(key: UnsafeRow, value: UnsafeRow): Unit = {
@@ -46,7 +46,7 @@ final class HdfsSnapshotFile(dir: Path, version: Long, codecName: String, conf: 
   }
 }
 
-object HdfsSnapshotFile {
+object HdfsSnapshotWriter {
   private val ShortNames = Map(
     "lz4" -> "org.apache.spark.io.LZ4CompressionCodec",
     "lzf" -> "org.apache.spark.io.LZFCompressionCodec",

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.inspection
+package io.sparkcheckpointstorage.reader
 
 import java.io.FileNotFoundException
 
@@ -8,9 +8,9 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
-import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackFiles, PackIndex, StatePack}
+import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackDirectory, PackIndex, StatePack}
 
 /** The checkpoint's state cannot be read; the message says why and what to do. */
 class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
@@ -47,13 +47,12 @@ final class CheckpointReader(location: String, conf: Configuration) {
   val fs: FileSystem = CheckpointReader.raw(qualified.getFileSystem(conf))
 
   /**
-   * The driver's coordinator when it serves this checkpoint, and the key it holds it under
-   * (the spelling of the path the query used); else the inline files are read from the packs,
-   * so that reading never adds state to the driver's.
+   * The key the driver's coordinator holds this checkpoint under (the spelling of the path
+   * the query used) when it serves it; else the inline files are read from the packs, so
+   * that reading never adds state to the driver's.
    */
-  private val driver: Option[(CheckpointCoordinator, String)] =
-    Option(CheckpointCoordinator.current())
-      .flatMap(c => c.knownRoots.find(r => qualify(r) == qualified).map(c -> _))
+  private val driverKey: Option[String] =
+    CheckpointCoordinator.driverInstance.flatMap(_.knownRoots.find(r => qualify(r) == qualified))
 
   /** The packs, when the checkpoint has inline state and the driver does not serve it. */
   private lazy val packed: Option[CheckpointPacks] = StorageMarker.read(root, conf) match {
@@ -64,18 +63,9 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   def exists: Boolean = fs.exists(qualified)
 
-  private def ask(coordinator: CheckpointCoordinator, request: CoordinatorRequest): CoordinatorReply =
-    coordinator.handle(request) match {
-      // The coordinator answers requests, never throws: its refusal becomes an error of its
-      // kind here (state gone with a previous driver; an unusable pack), with its message.
-      case Failed(FailureKind.IllegalState, message, _) => throw new CheckpointUnreadableException(message)
-      case f: Failed => throw CoordinatorFailures.toException(f)
-      case reply => reply
-    }
-
   /** The inline files directly in `dir`, with their lengths. */
-  private def listInline(dir: String): Seq[(String, Long)] = driver match {
-    case Some((coordinator, key)) => ask(coordinator, ListInline(key, dir)) match {
+  private def listInline(dir: String): Seq[(String, Long)] = driverKey match {
+    case Some(key) => CoordinatorClient.ask(ListInline(key, dir), CheckpointReader.refusal) match {
       case Listing(files) => files
       case _ => Nil
     }
@@ -83,8 +73,8 @@ final class CheckpointReader(location: String, conf: Configuration) {
   }
 
   /** Where the inline file `rel` is: bytes in the driver's heap, a range of a pack, or not inline. */
-  private def locate(rel: String): CoordinatorReply = driver match {
-    case Some((coordinator, key)) => ask(coordinator, GetInline(key, rel))
+  private def locate(rel: String): CoordinatorReply = driverKey match {
+    case Some(key) => CoordinatorClient.ask(GetInline(key, rel), CheckpointReader.refusal)
     case None => packed.flatMap(_.files.get(rel))
       .map(f => InPack(f.pack.toString, f.offset, f.length, f.crc)).getOrElse(NotInline)
   }
@@ -135,10 +125,10 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The packs of the checkpoint, oldest first: (file name, index). */
   def packs(): Seq[(String, PackIndex)] = {
-    PackFiles.sequences(root, conf).flatMap { seq =>
-      val path = PackFiles.path(root, seq)
+    PackDirectory.sequences(root, conf).flatMap { seq =>
+      val path = PackDirectory.path(root, seq)
       // A pack deleted since the listing (superseded by the running query) is no longer one.
-      CheckpointFiles.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
+      FileSystemOperations.readSmall(path, conf).map(bytes => path.getName -> StatePack.readIndex(bytes, path.toString))
     }
   }
 
@@ -160,21 +150,14 @@ final class CheckpointReader(location: String, conf: Configuration) {
   }
 
   /** The bytes of one file, inline or real; None when it no longer exists. */
-  def read(entry: CheckpointEntry): Option[Array[Byte]] = read(entry.relPath, entry.inline, 0)
-
-  private def read(rel: String, inline: Boolean, attempt: Int): Option[Array[Byte]] = {
-    val path = new Path(qualified, rel)
-    if (!inline) return readReal(path)
-    locate(rel) match {
-      case InlineBytes(bytes) => Some(bytes)
-      case InPack(pack, offset, length, crc) =>
-        try Some(PackFiles.readEntry(pack, offset, length, crc, path.toString, conf))
-        catch {
-          // A running query superseded the pack while we read: ask again where the file is now.
-          case _: FileNotFoundException if attempt < 3 => read(rel, inline = true, attempt + 1)
-        }
-      case _ => readReal(path)
+  def read(entry: CheckpointEntry): Option[Array[Byte]] = {
+    val path = new Path(qualified, entry.relPath)
+    val inline = if (!entry.inline) None else driverKey match {
+      case Some(key) => CoordinatorClient.read(key, entry.relPath, conf, CheckpointReader.refusal)
+      case None => packed.flatMap(_.files.get(entry.relPath))
+        .map(f => PackDirectory.readEntry(f.pack.toString, f.offset, f.length, f.crc, path.toString, conf))
     }
+    inline.orElse(readReal(path))
   }
 
   private def readReal(path: Path): Option[Array[Byte]] =
@@ -185,7 +168,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */
   def batchIds(dir: String): Seq[Long] =
-    CheckpointFiles.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
+    FileSystemOperations.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
 
   /**
    * The committed batch `batchId` (-1: the last committed one), or why there is none; the
@@ -233,6 +216,16 @@ object NoCommittedBatch {
 }
 
 object CheckpointReader {
+  /**
+   * A refusal of the driver's coordinator as the reader raises it: state the coordinator
+   * cannot give (gone with a previous driver, an unusable pack) makes the checkpoint
+   * unreadable, with the coordinator's message; any other kind stays the error of its kind.
+   */
+  private def refusal(f: Failed): Exception = f.kind match {
+    case FailureKind.IllegalState => new CheckpointUnreadableException(f.message)
+    case _ => CoordinatorFailures.toException(f)
+  }
+
   def raw(fs: FileSystem): FileSystem = fs match {
     case l: LocalFileSystem => l.getRaw
     case other => other

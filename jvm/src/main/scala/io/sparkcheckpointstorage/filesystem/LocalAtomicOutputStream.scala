@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.files
+package io.sparkcheckpointstorage.filesystem
 
 import java.io.{FileOutputStream, IOException}
 import java.nio.file.{FileAlreadyExistsException, Files, Path => NioPath, StandardCopyOption}

@@ -8,19 +8,19 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.inspection.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
-import io.sparkcheckpointstorage.packs.PackFiles
+import io.sparkcheckpointstorage.packs.PackDirectory
+import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.ResultCodec
 
 /** One state store of an operator: its name (`default`, or a join's four), key prefix, partitions. */
-final case class StoreLayout(name: String, numColsPrefixKey: Int, numPartitions: Int)
+final case class OperatorStore(name: String, numColsPrefixKey: Int, numPartitions: Int)
 
 /**
  * A stateful operator of a checkpoint, as Spark's operator metadata (`state/<op>/_metadata/metadata`)
  * records it, or as its state schemas tell it where Spark recorded none ([[InferredOperator]]).
  */
-final case class OperatorLayout(id: Long, name: String, stores: Seq[StoreLayout])
+final case class StatefulOperator(id: Long, name: String, stores: Seq[OperatorStore])
 
 /**
  * What a migration needs to know of a source checkpoint at one committed batch: the batch's
@@ -28,12 +28,12 @@ final case class OperatorLayout(id: Long, name: String, stores: Seq[StoreLayout]
  * stateful operators with their stores and partitions, and whether some of the state is
  * inline (packs of our storages).
  */
-final class CheckpointLayout private (
+final class SourceCheckpoint private (
     val reader: CheckpointReader,
     val batchId: Long,
     val committed: Seq[Long],
     val offsetConf: Map[String, String],
-    val operators: Seq[OperatorLayout],
+    val operators: Seq[StatefulOperator],
     val entries: Seq[CheckpointEntry]) {
 
   def root: String = reader.root.stripSuffix("/")
@@ -42,7 +42,7 @@ final class CheckpointLayout private (
     throw new MigrationException(s"The offset log entry offsets/$batchId of $root records no " +
       s"${SparkSettingKeys.ProviderClass}: this checkpoint was written by a Spark too old to migrate."))
 
-  def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackFiles.DirName + "/"))
+  def hasPacks: Boolean = entries.exists(e => e.inline || e.relPath.startsWith(PackDirectory.DirName + "/"))
 
   /**
    * Refuses a checkpoint whose offset log does not record its number of partitions: a
@@ -68,7 +68,7 @@ final class CheckpointLayout private (
     .getOrElse(throw new MigrationException(s"Cannot tell the number of state partitions of $root."))
 }
 
-object CheckpointLayout {
+object SourceCheckpoint {
   /** What a transformWithState query can be migrated to instead ([[TransformWithStateMigration]]). */
   private val TransformWithStateTarget = "Migrate it with to=rocksdb (--to rocksdb): that copies it, " +
     "and with num_partitions (--partitions) rescales it, from Spark 4.2."
@@ -79,7 +79,7 @@ object CheckpointLayout {
    * committed, state checkpoint format version 2, operators that keep column families, or
    * whose kind neither their metadata nor their state schemas tell.
    */
-  def read(location: String, batchId: Long, conf: Configuration): CheckpointLayout = {
+  def read(location: String, batchId: Long, conf: Configuration): SourceCheckpoint = {
     val reader = new CheckpointReader(location, conf)
     val root = reader.root.stripSuffix("/")
     if (!reader.exists) throw new MigrationException(s"No checkpoint at $location.")
@@ -132,7 +132,7 @@ object CheckpointLayout {
         "migrated. Supported: aggregation, dropDuplicates, dropDuplicatesWithinWatermark, stream-stream " +
         "joins, flatMapGroupsWithState, applyInPandasWithState, session windows. " + TransformWithStateTarget)
     }
-    new CheckpointLayout(reader, batch, committed, offsetConf, operators, entries)
+    new SourceCheckpoint(reader, batch, committed, offsetConf, operators, entries)
   }
 
   /**
@@ -163,7 +163,7 @@ object CheckpointLayout {
     else conf.fieldNames().asScala.map(k => k -> conf.get(k).asText()).toMap
   }
 
-  private def parseOperator(content: String, where: String): OperatorLayout = {
+  private def parseOperator(content: String, where: String): StatefulOperator = {
     val lines = content.split("\n", 2)
     if (lines.length < 2 || lines(0).trim != "v1") {
       throw new MigrationException(s"$where is operator metadata of version ${lines(0).trim}, which this " +
@@ -172,8 +172,8 @@ object CheckpointLayout {
     val json: JsonNode = ResultCodec.readTree(lines(1))
     val info = json.get("operatorInfo")
     val stores = json.get("stateStoreInfo").elements().asScala.map { s =>
-      StoreLayout(s.get("storeName").asText(), s.get("numColsPrefixKey").asInt(), s.get("numPartitions").asInt())
+      OperatorStore(s.get("storeName").asText(), s.get("numColsPrefixKey").asInt(), s.get("numPartitions").asInt())
     }.toSeq
-    OperatorLayout(info.get("operatorId").asLong(), info.get("operatorName").asText(), stores)
+    StatefulOperator(info.get("operatorId").asLong(), info.get("operatorName").asText(), stores)
   }
 }

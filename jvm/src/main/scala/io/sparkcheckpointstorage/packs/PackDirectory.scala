@@ -5,7 +5,7 @@ import java.io.{BufferedOutputStream, EOFException, FileNotFoundException}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.files.CheckpointFiles
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**
@@ -13,7 +13,7 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
  * verifying them. Packs are numbered from 1 without gaps under `<checkpoint>/state-packs/`;
  * only the oldest are ever deleted (by [[PackCleaner]]).
  */
-object PackFiles {
+object PackDirectory {
   val DirName: String = CheckpointPaths.Packs
   private val WriteBufferSize = 256 * 1024
 
@@ -23,7 +23,7 @@ object PackFiles {
 
   /** The sequence numbers of the packs of `root` on disk, ascending. */
   def sequences(root: String, conf: Configuration): Seq[Long] =
-    CheckpointFiles.listNames(dir(root), conf).flatMap(StatePack.batchOf).sorted
+    FileSystemOperations.listNames(dir(root), conf).flatMap(StatePack.batchOf).sorted
 
   /**
    * Writes pack `seq` of `root` atomically, never over an existing pack (a second writer of
@@ -33,7 +33,7 @@ object PackFiles {
       files: Seq[(String, Array[Byte])], deleted: Seq[String], conf: Configuration): (Path, PackIndex) = {
     val target = path(root, seq)
     var index: PackIndex = null
-    CheckpointFiles.writeAtomic(target, overwrite = false, conf) { out =>
+    FileSystemOperations.writeAtomic(target, overwrite = false, conf) { out =>
       // The index is many small fields: buffered, a pack is a few large writes, not a system
       // call per field.
       val buffered = new BufferedOutputStream(out, WriteBufferSize)
@@ -45,7 +45,7 @@ object PackFiles {
 
   /** The index of the pack at `path`, None when it is gone; fails naming it when unreadable. */
   def readIndex(path: Path, conf: Configuration): Option[PackIndex] =
-    CheckpointFiles.readSmall(path, conf).map(StatePack.readIndex(_, path.toString))
+    FileSystemOperations.readSmall(path, conf).map(StatePack.readIndex(_, path.toString))
 
   /**
    * The bytes of `relPath`, `length` bytes at `offset` of `pack`, checked against `crc`.
@@ -54,7 +54,7 @@ object PackFiles {
    */
   def readEntry(pack: String, offset: Long, length: Int, crc: Int, relPath: String,
       conf: Configuration): Array[Byte] = {
-    val bytes = try CheckpointFiles.readRange(new Path(pack), offset, length, conf) catch {
+    val bytes = try FileSystemOperations.readRange(new Path(pack), offset, length, conf) catch {
       case e: FileNotFoundException => throw e
       case e: EOFException => throw CorruptPackException(pack, s"it is truncated: $relPath " +
         s"($length bytes at offset $offset) lies past its end", e)
