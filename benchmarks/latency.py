@@ -5,8 +5,9 @@ Kafka and Kafka -> ``dropDuplicates(k)`` -> Kafka, micro-batches back to back
 connector of the running line).
 
 Variants, one after the other: Spark's ``HDFSBackedStateStoreProvider`` and RocksDB with
-changelog checkpointing, ours with each checkpoint storage, the same query without state
-(a projection: the floor, every record out once), and, on Spark 4.3, Real-Time Mode on RocksDB
+changelog checkpointing, ours with each checkpoint storage, the stateful floor (the same query
+on a provider that writes and reads nothing, from the tests jar), the same query without state
+(a projection: every record out once), and, on Spark 4.3, Real-Time Mode on RocksDB
 (``trigger(realTime=...)``).
 
 Kafka's console producer (a JVM of its own) writes ``--rate`` records a second into an input
@@ -41,9 +42,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import pyspark  # noqa: E402
 from support import realfs  # noqa: E402
+import jvm_jars  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 
-DEFAULT_VARIANTS = "hdfs,rocksdb-changelog,heap-fs,heap-driver,no-state,rtm"
+DEFAULT_VARIANTS = "hdfs,rocksdb-changelog,heap-fs,heap-driver,floor,no-state,rtm"
 INPUT_PARTITIONS = 5
 COUNT_KEYS = 100
 #: Real-Time Mode: Spark's RocksDB provider (changelog on) on Spark's own file manager.
@@ -235,16 +237,18 @@ def table(results: List[Dict]) -> List[str]:
         if not rows:
             continue
         floor = next((r for r in rows if r["query"] == "project"), None)
+        stateful_floor = next((r for r in rows if r["variant"] == "floor"), None)
         rocks = next((r for r in rows if r["variant"] == "rocksdb-changelog"), None)
         lines += ["", "%s (%s):" % ("groupBy(k).count()" if query == "count" else "dropDuplicates(k)",
                                     "update mode" if query == "count" else "append mode"),
-                  "| variant | records measured | p50 ms | p99 ms | max ms | p99 / no state | p99 / RocksDB + changelog | load |"
+                  "| variant | records measured | p50 ms | p99 ms | max ms | p99 / no state | p99 / stateful floor | p99 / RocksDB + changelog | load |"
                   + (" measured batches | S3 requests a batch | by type |" if on_s3 else ""),
-                  "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if on_s3 else "")]
+                  "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if on_s3 else "")]
         for r in rows:
-            lines.append("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %s |" % (
+            lines.append("| %s | %d | %.0f | %.0f | %.0f | %s | %s | %s | %s |" % (
                 r["label"], r["measured"], r["p50"], r["p99"], r["max"],
                 "%.2fx" % (r["p99"] / floor["p99"]) if floor else "-",
+                "%.2fx" % (r["p99"] / stateful_floor["p99"]) if stateful_floor else "-",
                 "%.2fx" % (r["p99"] / rocks["p99"]) if rocks else "-",
                 "%.1f-%.1f" % tuple(r["load"]) if r.get("load") else "-")
                 + (" %d | %.1f | %s |" % (r["s3_requests"]["batches"], requests_per_batch(r), requests_by_type(r))
@@ -315,10 +319,13 @@ def main() -> None:
             s3 = realfs.SeaweedS3(os.path.join(work, "seaweedfs"))
         # Real-Time Mode needs every task of its stage group at once (5 source partitions, the
         # state partitions): slots to spare, the admission check off as in the tests.
+        jars = realfs.kafka_connector_jars()
+        if any(VARIANTS.get(n, {}).get("tests_jar") for n in names):
+            jars.append(jvm_jars.tests_jar("latency"))  # the stateful floor's provider
         builder = (SparkSession.builder.master("local[%d]" % max(8, 2 * args.partitions + 2))
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.jars", ",".join(realfs.kafka_connector_jars()))
+                   .config("spark.jars", ",".join(jars))
                    .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
                    .config("spark.sql.shuffle.partitions", args.partitions))
         for key, value in (realfs.spark_settings(s3) if s3 else {}).items():
