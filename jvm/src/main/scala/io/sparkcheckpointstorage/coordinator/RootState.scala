@@ -82,7 +82,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   def delete(rel: String): Long = synchronized {
     files.remove(rel) match {
       case Some(f) =>
-        val dir = RootState.dirOf(rel)
+        val dir = CheckpointPaths.dirOf(rel)
         byDir.get(dir).foreach { names =>
           names -= rel
           if (names.isEmpty) byDir.remove(dir)
@@ -114,7 +114,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   }
 
   private def store(rel: String, f: InlineFile): Unit = {
-    if (files.put(rel, f).isEmpty) byDir.getOrElseUpdate(RootState.dirOf(rel), mutable.HashSet[String]()) += rel
+    if (files.put(rel, f).isEmpty) byDir.getOrElseUpdate(CheckpointPaths.dirOf(rel), mutable.HashSet[String]()) += rel
   }
 
   /** Marks the root released (its query stopped); returns the heap bytes it held. */
@@ -202,12 +202,6 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
 }
 
 private[coordinator] object RootState {
-  /** The directory of a path relative to the root ("" for a file directly under it). */
-  private def dirOf(rel: String): String = {
-    val slash = rel.lastIndexOf('/')
-    if (slash < 0) "" else rel.substring(0, slash)
-  }
-
   /** Rebuilds a root's inline files from its packs, oldest first. */
   def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
     val state = new RootState(root, persistent = true, keepInHeap, storage)

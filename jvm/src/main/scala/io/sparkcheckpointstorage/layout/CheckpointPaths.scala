@@ -104,6 +104,12 @@ object CheckpointPaths {
   def stateVersionOf(rel: String): Option[Long] =
     storeOf(rel).flatMap(s => StateFileNaming.versionOf(s._4)).map(_.version)
 
+  /** The directory of a path relative to the root ("" for a file directly under it). */
+  def dirOf(rel: String): String = {
+    val slash = rel.lastIndexOf('/')
+    if (slash < 0) "" else rel.substring(0, slash)
+  }
+
   /**
    * Whether a file belongs in a copy of the checkpoint at committed batch `batch` (a
    * savepoint, a migration), relocatable and free of our storages:

@@ -3,6 +3,8 @@ package io.sparkcheckpointstorage.packs
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
+import io.sparkcheckpointstorage.layout.CheckpointPaths
+
 /** Where the durable copy of an inline file is: `length` bytes at `offset` of pack `seq`. */
 final case class PackedFile(seq: Long, pack: Path, offset: Long, length: Int, crc: Int)
 
@@ -22,13 +24,16 @@ final class CheckpointPacks private (val root: String, val packs: Seq[Pack]) {
     (files -- p.index.deleted) ++ p.index.entries.map(e => e.relPath -> PackedFile(p.seq, p.path, e.offset, e.length, e.crc))
   }
 
+  /**
+   * The inline files by directory: a reader lists every state directory, and a scan of every
+   * file per listing would cost it directories times files.
+   */
+  private lazy val byDir: Map[String, Seq[(String, Long)]] =
+    files.toSeq.groupBy { case (rel, _) => CheckpointPaths.dirOf(rel) }
+      .map { case (dir, fs) => dir -> fs.map { case (rel, f) => (rel, f.length.toLong) } }
+
   /** The inline files directly in `relDir`, with their lengths. */
-  def list(relDir: String): Seq[(String, Long)] = {
-    val prefix = relDir.stripSuffix("/") + "/"
-    files.iterator.collect {
-      case (rel, f) if rel.startsWith(prefix) && rel.indexOf('/', prefix.length) < 0 => (rel, f.length.toLong)
-    }.toVector
-  }
+  def list(relDir: String): Seq[(String, Long)] = byDir.getOrElse(relDir.stripSuffix("/"), Nil)
 }
 
 object CheckpointPacks {
