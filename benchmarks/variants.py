@@ -51,6 +51,10 @@ VARIANTS: Dict[str, Dict] = {
     # Our provider with our file manager and each checkpoint storage.
     "heap-fs": {"label": "Heap + FileSystemCheckpointStorage", "builtin": False,
                 "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "filesystem"}},
+    # The same, its state files above the threshold written in the background (asyncStateWrites).
+    "heap-fs-async": {"label": "Heap + FileSystemCheckpointStorage, asyncStateWrites", "builtin": False,
+                      "conf": {PROVIDER: HEAP, FILE_MANAGER: OUR_FILE_MANAGER, STORAGE: "filesystem",
+                               jvm_names.ASYNC_STATE_WRITES: "true"}},
     # {checkpoint} is replaced by the query's checkpoint folder (see measure.py): without a
     # checkpoint path the driver storage keeps state in driver heap only, and refuses restarts.
     "heap-driver": {"label": "Heap + DriverCheckpointStorage (with path)", "builtin": False,

@@ -41,6 +41,7 @@ def test_setting_keys_are_the_jvm_ones(jvm):
         "WRITE_BUFFER_SIZE": "WriteBufferSize", "EXTERNALIZED_CLEANUP": "ExternalizedCleanup",
         "DRIVER_MAX_TOTAL_INLINE_SIZE": "DriverMaxTotalInlineSize",
         "EXECUTOR_MAX_REQUEST_BATCH_SIZE": "ExecutorMaxRequestBatchSize", "APP_PREFIX": "AppPrefix",
+        "ASYNC_STATE_WRITES": "AsyncStateWrites",
         "PREFIX": "Prefix",
     }
     for python_name, jvm_name in ours.items():

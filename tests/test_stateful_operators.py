@@ -59,6 +59,12 @@ SCENARIOS = {
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
+#: The file system storage with every state file a file of its own, written in the background
+#: (``asyncStateWrites``), in the two kill scenarios, with the same operators.
+ASYNC_STORAGE = "filesystem-async"
+ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThreshold": "0",
+                      "spark.sql.streaming.checkpointStorage.asyncStateWrites": "true"}
+
 
 class ScenarioFailed(Exception):
     pass
@@ -117,9 +123,11 @@ def scenario_results(tmp_path_factory):
     """(provider, scenario[, storage]) -> results, each scenario run once for all its
     operators."""
     def run(provider, scenario, storage=None):
-        return run_scenario(
-            tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default")),
-            provider, scenario, storage, STORAGE_OPERATORS if storage else None)
+        folder = tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default"))
+        if storage == ASYNC_STORAGE:
+            return run_scenario(folder, provider, scenario, "filesystem", STORAGE_OPERATORS,
+                                extra={"spark_conf": ASYNC_STATE_WRITES})
+        return run_scenario(folder, provider, scenario, storage, STORAGE_OPERATORS if storage else None)
     return cached_scenarios(run)
 
 
@@ -214,5 +222,24 @@ def test_driver_storage(scenario_results, scenario, name):
     if scenario == "driver_killed":
         check_killed_between_state_commit_and_commit_log(results, name)
     if scenario == "executor_killed":
+        assert [k["executor"] for k in results["log"]["killed"]] == ["0", "1"], results["log"]
+    check(results, provider, name)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", STORAGE_OPERATORS)
+@pytest.mark.parametrize("scenario", ["executor_killed", "driver_killed"])
+def test_async_state_writes(scenario_results, scenario, name):
+    """State files written in the background by the executors: an executor killed inside a
+    batch, or the driver killed before a batch's commit log, loses nothing and the results
+    are exact; the state is in files of their own (the threshold is 0)."""
+    provider = PROVIDER_NAMES[0]
+    results = scenario_results(provider, scenario, ASYNC_STORAGE)
+    state = os.path.join(results["work"], "checkpoints", name, "state")
+    own = [f for _, _, fs in os.walk(state) for f in fs if f.endswith((".heap-delta", ".delta", ".changelog"))]
+    assert own, "no state file of its own under %s" % state
+    if scenario == "driver_killed":
+        check_killed_between_state_commit_and_commit_log(results, name)
+    else:
         assert [k["executor"] for k in results["log"]["killed"]] == ["0", "1"], results["log"]
     check(results, provider, name)

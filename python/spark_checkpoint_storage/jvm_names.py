@@ -168,6 +168,7 @@ WRITE_BUFFER_SIZE = PREFIX + ".writeBufferSize"
 EXTERNALIZED_CLEANUP = PREFIX + ".externalizedCleanup"
 DRIVER_MAX_TOTAL_INLINE_SIZE = PREFIX + ".driver.maxTotalInlineSize"
 EXECUTOR_MAX_REQUEST_BATCH_SIZE = PREFIX + ".executor.maxRequestBatchSize"
+ASYNC_STATE_WRITES = PREFIX + ".asyncStateWrites"
 
 #: Settings Spark (or the plugin) reads only when the session starts.
 STATIC_CONFS = frozenset([

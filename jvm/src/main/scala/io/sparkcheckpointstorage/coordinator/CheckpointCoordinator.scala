@@ -40,6 +40,8 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   private val committedRoots = new ConcurrentHashMap[String, String]()
   private val held = new HeldBytes(maxHeldBytes)
   private val cleaner = new PackCleaner(hadoopConf)
+  /** State files executors are writing in the background (`asyncStateWrites`). */
+  val backgroundWrites = new PendingStateWrites()
 
   def heldInlineBytes: Long = held.current
 
@@ -72,6 +74,13 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         case ListInline(root, dir) => Listing(stateOf(root).map(_.list(dir)).getOrElse(Nil))
         case DeleteInline(root, rel) =>
           stateOf(root).foreach(s => held.release(s.delete(rel)))
+          Done
+        case WritePending(root, rel, id, executor) =>
+          backgroundWrites.started(root, rel, id, executor)
+          stateOf(root).foreach(s => held.release(s.delete(rel)))
+          Done
+        case WriteDone(_, _, id, error) =>
+          backgroundWrites.finished(id, error)
           Done
       }
     } catch {
@@ -109,10 +118,13 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * files received since the last pack go into a new pack. Called by the driver's file
    * manager when Spark creates `commits/<batchId>`, on the query's thread; returns once the
    * pack is on the file system. Requests keep being served while the pack is written.
+   * Before the pack, it waits for the state files executors write in the background
+   * (`asyncStateWrites`), and fails if one was not written: the batch does not commit.
    * Returns what the pack holds (for the checkpoints tab), None when no pack was written.
    */
   def beforeCommit(root: String, batchId: Long): Option[PackedBatch] = {
     committedRoots.putIfAbsent(root, "")
+    backgroundWrites.awaitWritten(root, batchId)
     val s = roots.get(root)
     if (s == null) return None
     s.loaded.flatMap { state =>
@@ -150,6 +162,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
 
   /** Forgets a stopped query's inline state (it stays in its packs when persistent). */
   def release(root: String): Unit = {
+    backgroundWrites.forget(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }

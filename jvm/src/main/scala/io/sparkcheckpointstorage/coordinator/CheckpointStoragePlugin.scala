@@ -4,6 +4,7 @@ import java.util.{Collections, Map => JMap}
 
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerExecutorRemoved}
 
 import io.sparkcheckpointstorage.monitoring.{CheckpointMetrics, CheckpointMonitor, CheckpointsStatusListener}
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
@@ -40,6 +41,12 @@ class CheckpointStoragePlugin extends SparkPlugin {
       coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
       endpoint = new CoordinatorEndpoint(coordinator)
       CheckpointCoordinator.driverInstance = Some(coordinator)
+      // A lost executor's background state writes never finish: the commit waiting for them
+      // fails at once instead of at its timeout.
+      sc.addSparkListener(new SparkListener {
+        override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
+          coordinator.backgroundWrites.executorLost(removed.executorId, removed.reason)
+      })
       // The checkpoints tab and metrics: facts gathered off the batches' path by the monitor,
       // posted on the listener bus (so into the event log), kept by the tab's listener.
       monitor = new CheckpointMonitor(e => org.apache.spark.checkpointstorage.ui.CheckpointsUi.post(sc, e),
@@ -79,10 +86,18 @@ class CheckpointStoragePlugin extends SparkPlugin {
         RequestBatcher.maxBatchBytes(ctx.conf().getOption(CheckpointStorageOptions.ExecutorMaxRequestBatchSize)))
     }
 
-    override def shutdown(): Unit = CoordinatorClient.disconnect(context)
+    override def shutdown(): Unit = {
+      // State files handed to the background writer are durable, or reported failed, before
+      // the executor stops (a decommissioned executor's batch still commits).
+      io.sparkcheckpointstorage.filemanager.BackgroundStateWriter.awaitIdle(CheckpointStoragePlugin.ShutdownWaitMs)
+      CoordinatorClient.disconnect(context)
+    }
   }
 }
 
 object CheckpointStoragePlugin {
   val ClassName: String = classOf[CheckpointStoragePlugin].getName
+
+  /** How long a stopping executor waits for its background state writes. */
+  private[coordinator] val ShutdownWaitMs = 30 * 1000L
 }

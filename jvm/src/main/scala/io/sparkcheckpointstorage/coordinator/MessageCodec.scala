@@ -31,7 +31,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 2
+  val FormatVersion: Byte = 3
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -40,7 +40,7 @@ object MessageCodec {
 
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
-    val Batch: Byte = 6
+    val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
     val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
   }
@@ -116,6 +116,8 @@ object MessageCodec {
     case ExistsInline(root, rel) => pathRequest(Tag.Exists, root, rel)
     case ListInline(root, dir) => pathRequest(Tag.List, root, dir)
     case DeleteInline(root, rel) => pathRequest(Tag.Delete, root, rel)
+    case WritePending(root, rel, id, executor) => strings(Tag.WritePending, root, rel, id, executor)
+    case WriteDone(root, rel, id, error) => strings(Tag.WriteDone, root, rel, id, truncate(error))
   }
 
   def encode(reply: CoordinatorReply): Array[Byte] = reply match {
@@ -157,6 +159,8 @@ object MessageCodec {
       case Tag.Exists => ExistsInline(r.string(), r.string())
       case Tag.List => ListInline(r.string(), r.string())
       case Tag.Delete => DeleteInline(r.string(), r.string())
+      case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string())
+      case Tag.WriteDone => WriteDone(r.string(), r.string(), r.string(), r.string())
       case other => throw r.malformed(s"unknown request tag $other")
     }
     r.end()
@@ -188,10 +192,12 @@ object MessageCodec {
     reply
   }
 
-  private def pathRequest(tag: Byte, root: String, rel: String): Array[Byte] = {
-    val (r, p) = (utf8(root), utf8(rel))
-    val w = new Writer(tag, 8 + r.length + p.length)
-    w.string(r); w.string(p)
+  private def pathRequest(tag: Byte, root: String, rel: String): Array[Byte] = strings(tag, root, rel)
+
+  private def strings(tag: Byte, values: String*): Array[Byte] = {
+    val encoded = values.map(utf8)
+    val w = new Writer(tag, encoded.map(4 + _.length).sum)
+    encoded.foreach(w.string)
     w.done()
   }
 

@@ -25,6 +25,17 @@ final case class ListInline(root: String, relDir: String) extends CoordinatorReq
 
 final case class DeleteInline(root: String, relPath: String) extends CoordinatorRequest
 
+/**
+ * Executor `executorId` will write `relPath` as a file of its own in the background, as write
+ * `writeId` (`asyncStateWrites`): the batch's commit waits for it. Drops any inline version
+ * of the file, as [[DeleteInline]].
+ */
+final case class WritePending(root: String, relPath: String, writeId: String, executorId: String)
+  extends CoordinatorRequest
+
+/** Background write `writeId` of `relPath` ended: durable when `error` is empty, else failed with it. */
+final case class WriteDone(root: String, relPath: String, writeId: String, error: String) extends CoordinatorRequest
+
 /** The coordinator's answers. */
 sealed trait CoordinatorReply
 case object Done extends CoordinatorReply

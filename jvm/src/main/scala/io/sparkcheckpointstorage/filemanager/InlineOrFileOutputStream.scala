@@ -16,10 +16,15 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSiz
  * buffers in memory; on close the storage decides where the bytes go: inline to the driver,
  * or into a file of their own. Once the buffer outgrows what may go inline, the stream
  * switches to writing the file, through a buffer of the storage's write buffer size.
+ *
+ * With `background` (`asyncStateWrites`, on a task's thread), a file of its own is held in
+ * memory up to [[BackgroundStateWriter.MaxFileBytes]] and handed on close to the executor's
+ * [[BackgroundStateWriter]]: the task does not wait for the file system.
  */
 final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, relPath: String,
-    path: Path, overwrite: Boolean, conf: Configuration)
-  extends CancellableFSDataOutputStream(new InlineOrFileOutputStream.Sink(storage, path, overwrite, conf)) {
+    path: Path, overwrite: Boolean, conf: Configuration, background: Boolean = false)
+  extends CancellableFSDataOutputStream(new InlineOrFileOutputStream.Sink(storage, path, overwrite, conf,
+    holdUpTo = if (background) BackgroundStateWriter.MaxFileBytes else 0L)) {
 
   private val sink = underlyingStream.asInstanceOf[InlineOrFileOutputStream.Sink]
   @volatile private var finished = false
@@ -42,6 +47,8 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
           case Placement.Inline =>
             CoordinatorClient.ask(PutInline(root, relPath, bytes, storage.toString,
               storage.isPersistent, storage.keepsInlineStateInHeap))
+          case Placement.OwnFile if background =>
+            BackgroundStateWriter.write(root, relPath, path, overwrite, conf, bytes)
           case Placement.OwnFile =>
             FileSystemOperations.writeAtomic(path, overwrite, conf)(_.write(bytes))
             CoordinatorClient.ask(DeleteInline(root, relPath))
@@ -57,7 +64,8 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
 }
 
 private object InlineOrFileOutputStream {
-  final class Sink(storage: CheckpointStorage, path: Path, overwrite: Boolean, conf: Configuration)
+  /** Holds up to `holdUpTo` bytes of a file of its own before writing it (more than the inline threshold). */
+  final class Sink(storage: CheckpointStorage, path: Path, overwrite: Boolean, conf: Configuration, holdUpTo: Long)
     extends OutputStream {
     val buffer = new ByteArrayOutputStream(256)
     var file: Option[CancellableFSDataOutputStream] = None
@@ -72,7 +80,7 @@ private object InlineOrFileOutputStream {
             overLimit = true
             buffer.reset()
             Placement.Inline
-        }) == Placement.OwnFile) {
+        }) == Placement.OwnFile && size + extra > holdUpTo) {
         val target = FileSystemOperations.createAtomic(path, overwrite, conf)
         fileBuffered = new BufferedOutputStream(target, storage.writeBufferSize)
         buffer.writeTo(fileBuffered)

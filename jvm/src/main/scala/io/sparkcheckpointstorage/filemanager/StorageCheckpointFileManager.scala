@@ -15,8 +15,8 @@ import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
 import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
-import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageSettings,
-  IllegalCheckpointStorageArgumentException}
+import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageOptions,
+  CheckpointStorageSettings, IllegalCheckpointStorageArgumentException}
 
 /**
  * The raw-bytes storage of checkpoints (Flink: `CheckpointStreamFactory`), set with
@@ -42,6 +42,8 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   private var cachedStorage: CheckpointStorage = _
   private var cachedRoot: String = _
   private lazy val fs = path.getFileSystem(hadoopConf)
+  private lazy val asyncStateWrites =
+    Option(hadoopConf.get(CheckpointStorageOptions.AsyncStateWrites)).exists(CheckpointStorageSettings.AsyncStateWritesSetting.parse)
 
   /**
    * `p` with scheme and authority: Spark hands out `/tmp/x/...` and Hadoop's listings
@@ -56,13 +58,15 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
         }
-        new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf)
+        new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf,
+          background = asyncStateWrites && TaskContext.get() != null && StateFileNaming.writableInBackground(rel))
       case _ =>
         CheckpointPaths.commit(qualified(p)) match {
           case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
             val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
               case e: Exception =>
-                CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, "Pack", String.valueOf(e.getMessage)))
+                val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
+                CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, kind, String.valueOf(e.getMessage)))
                 throw e
             }
             val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)

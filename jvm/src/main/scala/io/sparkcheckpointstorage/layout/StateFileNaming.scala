@@ -55,6 +55,15 @@ object StateFileNaming {
    */
   private val RocksDbZipWithCheckpointId = s"""^\\d+_[0-9a-f-]+\\.$RocksDbZip(\\.crc)?$$""".r
 
+  /**
+   * State files a task may leave to a background writer (`asyncStateWrites`): those its
+   * provider reads back only when loading a later batch's store, after the batch committed
+   * (so after the write is durable). RocksDB's zips are left out: RocksDB reads what its
+   * snapshots name while it cleans up, outside the order of commits.
+   */
+  def writableInBackground(relPath: String): Boolean =
+    inlinable(relPath) && !relPath.contains(s".$RocksDbZip")
+
   /** (version, suffix) of one of our state files. */
   def ours(name: String): Option[(Long, String)] = name match {
     case OurFile(v, suffix) => Some((v.toLong, suffix))

@@ -20,6 +20,12 @@ object CheckpointStorageOptions {
   val FileStateSizeThreshold = s"$Prefix.fileStateSizeThreshold"
   /** Buffer of the executor's state file streams. Flink: `state.storage.fs.write-buffer-size`. */
   val WriteBufferSize = s"$Prefix.writeBufferSize"
+  /**
+   * Whether a task hands the state files it writes as files of their own (the file system
+   * storage above its threshold) to a writer of its executor and returns, the batch's commit
+   * waiting until they are durable. Flink: asynchronous snapshots (`state.backend.async`).
+   */
+  val AsyncStateWrites = s"$Prefix.asyncStateWrites"
   /** Bound on the inline state bytes the driver holds in heap, over all queries. */
   val DriverMaxTotalInlineSize = s"$Prefix.driver.maxTotalInlineSize"
   /**

@@ -53,6 +53,15 @@ final class ChoiceSetting(key: String, static: Boolean, val choices: Seq[String]
   }
 }
 
+/** `true` or `false`, in any case. */
+final class BooleanSetting(key: String, static: Boolean) extends Setting[Boolean](key, static, "expected true or false") {
+  override def parse(raw: String): Boolean = raw.trim.toLowerCase(Locale.ROOT) match {
+    case "true" => true
+    case "false" => false
+    case _ => invalid(raw)
+  }
+}
+
 /** A Hadoop path (`file:///...`, `hdfs://...`, `s3a://...`, or a local path). */
 final class PathSetting(key: String) extends Setting[String](key, false, "expected a file system path or URI") {
   override def parse(raw: String): String = {
@@ -101,10 +110,11 @@ object CheckpointStorageSettings {
     "expected a size from 0 (each request on its own) to 64m, such as 1m")
   val ExternalizedCleanupSetting = new ChoiceSetting(ExternalizedCleanup, true,
     Seq("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION"))
+  val AsyncStateWritesSetting = new BooleanSetting(AsyncStateWrites, false)
 
   val all: Seq[Setting[_]] = Seq(StorageName, CheckpointPathSetting, SavepointPathSetting, MaxStateSizeSetting,
     FileStateSizeThresholdSetting, WriteBufferSizeSetting, DriverMaxTotalInlineSizeSetting,
-    ExecutorMaxRequestBatchSizeSetting, ExternalizedCleanupSetting)
+    ExecutorMaxRequestBatchSizeSetting, ExternalizedCleanupSetting, AsyncStateWritesSetting)
 
   /** The keys Python's `set_checkpoint_storage` writes (a storage set in code). */
   val AppKeys: Seq[String] =

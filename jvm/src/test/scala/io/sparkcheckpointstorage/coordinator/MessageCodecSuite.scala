@@ -14,7 +14,8 @@ class MessageCodecSuite extends AnyFunSuite {
   private val requests: Seq[CoordinatorRequest] = Seq(put,
     put.copy(bytes = Array.emptyByteArray, persistent = false, keepInHeap = true),
     GetInline("r", "state/0/0/1.heap-delta"), ExistsInline("r", "x"), ListInline("r", "state/0/0"),
-    DeleteInline("r", ""))
+    DeleteInline("r", ""), WritePending("r", "state/0/1/3.heap-delta", "w-1", "7"),
+    WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"))
 
   private val replies: Seq[CoordinatorReply] = Seq(Done, NotInline, IsInline,
     InlineBytes(Array.tabulate[Byte](1000)(_.toByte)), InPack("file:/cp/state-packs/3.pack", 1L << 33, 77, -5),
@@ -54,7 +55,7 @@ class MessageCodecSuite extends AnyFunSuite {
     val whole = MessageCodec.encode(GetInline("r", "x"))
     assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
     val otherVersion = whole.clone(); otherVersion(3) = 1
-    assert(refused(otherVersion).contains("format version 1, this jar speaks version 2"))
+    assert(refused(otherVersion).contains("format version 1, this jar speaks version 3"))
     val unknownTag = whole.clone(); unknownTag(4) = 99
     assert(refused(unknownTag).contains("unknown request tag 99"))
     assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))
