@@ -72,6 +72,7 @@ def test_constant():
     assert cc.EXTERNALIZED_CLEANUP == options.ExternalizedCleanup()
     assert cc.DRIVER_MAX_TOTAL_INLINE_SIZE == options.DriverMaxTotalInlineSize()
     assert cc.EXECUTOR_MAX_REQUEST_BATCH_SIZE == options.ExecutorMaxRequestBatchSize()
+    assert cc.ASYNC_STATE_WRITES == options.AsyncStateWrites()
     spark_keys = get_gateway().jvm.io.sparkcheckpointstorage.layout.SparkSettingKeys
     assert cc.SPARK_CHECKPOINT_LOCATION == spark_keys.CheckpointLocation()
 

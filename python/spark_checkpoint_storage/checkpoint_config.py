@@ -53,6 +53,9 @@ EXTERNALIZED_CLEANUP = jvm_names.EXTERNALIZED_CLEANUP
 DRIVER_MAX_TOTAL_INLINE_SIZE = jvm_names.DRIVER_MAX_TOTAL_INLINE_SIZE
 #: The most request bytes an executor sends to the driver's coordinator in one message.
 EXECUTOR_MAX_REQUEST_BATCH_SIZE = jvm_names.EXECUTOR_MAX_REQUEST_BATCH_SIZE
+#: ``"true"``: the file system storage's tasks hand state files above the threshold to a
+#: background writer; the batch commits once they are durable (Flink's asynchronous snapshots).
+ASYNC_STATE_WRITES = jvm_names.ASYNC_STATE_WRITES
 MIN_BATCHES_TO_RETAIN = jvm_names.MIN_BATCHES_TO_RETAIN
 SPARK_CHECKPOINT_LOCATION = jvm_names.SPARK_CHECKPOINT_LOCATION
 #: Spark's default of ``spark.sql.streaming.minBatchesToRetain``.
