@@ -1,5 +1,6 @@
 """Both checkpoint storages on real streaming queries: where state bytes go, packs, limits,
 restarts, and the errors a user sees."""
+import contextlib
 import json
 import os
 import shutil
@@ -56,22 +57,28 @@ def test_filesystem_threshold_puts_large_state_in_own_files(spark, tmp_path):
 ASYNC_STATE_WRITES = {".fileStateSizeThreshold": "0", ".asyncStateWrites": "true"}
 
 
+@contextlib.contextmanager
+def async_state_writes(spark, tmp_path):
+    """The file system storage, every state file a file of its own, written in the background."""
+    settings = dict(ASYNC_STATE_WRITES, **{"": "filesystem", ".checkpointPath": str(tmp_path / "cp")})
+    for k, v in settings.items():
+        spark.conf.set(STORAGE + k, v)
+    try:
+        yield
+    finally:
+        for k in settings:
+            spark.conf.unset(STORAGE + k)
+
+
 def test_async_state_writes_put_every_file_on_disk_and_restore(spark, tmp_path):
     """With ``asyncStateWrites`` the tasks hand their state files to a background writer; the
     files are all there after each commit, and a new run of the query restores from them."""
-    spark.conf.set(STORAGE, "filesystem")
-    spark.conf.set(STORAGE + ".checkpointPath", str(tmp_path / "cp"))
-    for k, v in ASYNC_STATE_WRITES.items():
-        spark.conf.set(STORAGE + k, v)
-    try:
+    with async_state_writes(spark, tmp_path):
         checkpoint = run_aggregation(spark, tmp_path, batches=2, keys=2000)
         deltas = [f for f in files_under(checkpoint) if f.endswith(".heap-delta")]
         assert len(deltas) == 40, deltas  # 20 partitions x 2 versions, each a file of its own
         run_aggregation(spark, tmp_path, batches=1, keys=2000, start_batch=2)
         assert state_of(spark, checkpoint) == expected(3, keys=2000)
-    finally:
-        for k in ("", ".checkpointPath", *ASYNC_STATE_WRITES):
-            spark.conf.unset(STORAGE + k)
 
 
 def test_failed_async_state_write_fails_its_batch_commit_and_a_restart_replays_it(spark, tmp_path):
@@ -79,11 +86,7 @@ def test_failed_async_state_write_fails_its_batch_commit_and_a_restart_replays_i
     batch 2 goes) fails batch 2's commit with the file and the cause, and nothing of batch 2
     is committed; once the obstacle is gone, a restart runs batch 2 again from batch 1's
     state and the counts are exact."""
-    spark.conf.set(STORAGE, "filesystem")
-    spark.conf.set(STORAGE + ".checkpointPath", str(tmp_path / "cp"))
-    for k, v in ASYNC_STATE_WRITES.items():
-        spark.conf.set(STORAGE + k, v)
-    try:
+    with async_state_writes(spark, tmp_path):
         checkpoint = run_aggregation(spark, tmp_path, batches=2, keys=2000)
         blocker = os.path.join(checkpoint, "state", "0", "3", "3.heap-delta")
         os.makedirs(os.path.join(blocker, "in-the-way"))
@@ -91,7 +94,8 @@ def test_failed_async_state_write_fails_its_batch_commit_and_a_restart_replays_i
             run_aggregation(spark, tmp_path, batches=1, keys=2000, start_batch=2)
         message = str(err.value)
         for part in ("Batch 2 of the streaming query", "cannot commit", "state/0/3/3.heap-delta",
-                     "spark.sql.streaming.checkpointStorage.asyncStateWrites=true", "restart the query"):
+                     "spark.sql.streaming.checkpointStorage.asyncStateWrites=true", "the write failed on executor",
+                     "restart the query"):
             assert part in message, message
         assert os.path.exists(os.path.join(checkpoint, "offsets", "2"))
         assert not os.path.exists(os.path.join(checkpoint, "commits", "2"))
@@ -99,9 +103,6 @@ def test_failed_async_state_write_fails_its_batch_commit_and_a_restart_replays_i
         run_aggregation(spark, tmp_path, batches=1, keys=2000, start_batch=3)
         assert os.path.exists(os.path.join(checkpoint, "commits", "3"))
         assert state_of(spark, checkpoint) == expected(4, keys=2000)
-    finally:
-        for k in ("", ".checkpointPath", *ASYNC_STATE_WRITES):
-            spark.conf.unset(STORAGE + k)
 
 
 def test_driver_storage_over_max_state_size_fails_with_the_limit(spark, tmp_path):
