@@ -8,6 +8,7 @@ import shutil
 import pytest
 from pyspark.sql import functions as F
 
+from spark_checkpoint_storage.checkpoint_config import ASYNC_STATE_WRITES
 from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
 
 from conftest import assert_ok
@@ -54,20 +55,20 @@ def test_filesystem_threshold_puts_large_state_in_own_files(spark, tmp_path):
             spark.conf.unset(STORAGE + k)
 
 
-ASYNC_STATE_WRITES = {".fileStateSizeThreshold": "0", ".asyncStateWrites": "true"}
-
-
 @contextlib.contextmanager
 def async_state_writes(spark, tmp_path):
-    """The file system storage, every state file a file of its own, written in the background."""
-    settings = dict(ASYNC_STATE_WRITES, **{"": "filesystem", ".checkpointPath": str(tmp_path / "cp")})
+    """The file system storage, every state file a file of its own, written in the background
+    (set as docs/operations.md shows)."""
+    settings = {STORAGE: "filesystem", STORAGE + ".checkpointPath": str(tmp_path / "cp"),
+                STORAGE + ".fileStateSizeThreshold": "0"}
     for k, v in settings.items():
-        spark.conf.set(STORAGE + k, v)
+        spark.conf.set(k, v)
+    spark.conf.set(ASYNC_STATE_WRITES, "true")
     try:
         yield
     finally:
-        for k in settings:
-            spark.conf.unset(STORAGE + k)
+        for k in (*settings, ASYNC_STATE_WRITES):
+            spark.conf.unset(k)
 
 
 def test_async_state_writes_put_every_file_on_disk_and_restore(spark, tmp_path):
