@@ -107,6 +107,10 @@ def test_progress_reports_our_metrics_and_state(spark, tmp_path):
         metrics = op["customMetrics"]
         assert metrics["heapStateFilesWritten"] == 2  # one delta per partition
         assert metrics["heapStateBytesWritten"] > 0
+        # The commit's two steps, timed by the provider: within Spark's own time of the commit
+        # (each rounded to the millisecond, for each of the 2 partitions).
+        steps = metrics["heapStateDeltaWriteTimeMs"] + metrics["heapStateApplyTimeMs"]
+        assert 0 <= steps <= op["commitTimeMs"] + 4, (metrics, op["commitTimeMs"])
         # memoryUsedBytes is what the maps hold, not a constant per key.
         assert 0 < op["memoryUsedBytes"] < 1 << 20
         progress = q.feed(rows_for(1))

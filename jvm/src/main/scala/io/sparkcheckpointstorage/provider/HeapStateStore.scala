@@ -53,7 +53,7 @@ private[provider] final class HeapStateStore(
   private var numKeys = base.map.size.toLong
   private var state: State = Updating
   private var newVersion = -1L
-  private var commitStats = CommitStats(0, 0, 0)
+  private var commitStats = CommitStats(0, 0, 0, 0)
 
   private def newPrefixIndex(): PrefixIndex = {
     val (schema, cols) = provider.prefixSpec
@@ -207,7 +207,9 @@ private[provider] final class HeapStateStore(
       CustomMetrics.BytesWritten -> commitStats.bytesWritten,
       CustomMetrics.SnapshotLag -> provider.snapshotLag,
       CustomMetrics.LoadTime -> provider.loadTimeMs,
-      CustomMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L))
+      CustomMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L),
+      CustomMetrics.DeltaWriteTime -> commitStats.deltaWriteMs,
+      CustomMetrics.ApplyTime -> commitStats.applyMs)
     StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes +
       changedPrefixes.map(_.memoryBytes).getOrElse(0L), custom)
   }
