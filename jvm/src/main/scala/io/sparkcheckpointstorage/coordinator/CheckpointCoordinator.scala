@@ -73,11 +73,11 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         case ExistsInline(root, rel) => if (stateOf(root).exists(_.contains(rel))) IsInline else NotInline
         case ListInline(root, dir) => Listing(stateOf(root).map(_.list(dir)).getOrElse(Nil))
         case DeleteInline(root, rel) =>
-          stateOf(root).foreach(s => held.release(s.delete(rel)))
+          dropInline(root, rel)
           Done
         case WritePending(root, rel, id, executor) =>
           backgroundWrites.started(root, rel, id, executor)
-          stateOf(root).foreach(s => held.release(s.delete(rel)))
+          dropInline(root, rel)
           Done
         case WriteDone(_, _, id, error) =>
           backgroundWrites.finished(id, error)
@@ -221,6 +221,10 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * root wait while it loads.
    */
   private def stateOf(root: String): Option[RootState] = slot(root).getOrLoad(loadFromDisk(root))
+
+  /** Forgets the inline copy of a file, if any: a delete, or a write now done on disk. */
+  private def dropInline(root: String, rel: String): Unit =
+    stateOf(root).foreach(s => held.release(s.delete(rel)))
 
   private def loadFromDisk(root: String): Option[RootState] = {
     StorageMarker.read(root, hadoopConf) match {

@@ -123,25 +123,6 @@ final class CompactRowMap(
    */
   def putRemoved(key: UnsafeRow): Unit = upsert(key, null)
 
-  /**
-   * Sets `key` to `value`, or removes it when `value` is null, after recording in
-   * `previous` what it held (its value, or [[CompactRowMap.Removed]] when absent): the undo
-   * of a change, found with the one lookup the change needs anyway. True if `key` was held.
-   */
-  def replaceRecording(key: UnsafeRow, value: UnsafeRow, previous: CompactRowMap): Boolean = {
-    val h = hashOf(key)
-    val slot = find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, h)
-    if (slot >= 0) previous.put(key, valueAt(addrs(slot))) else previous.putRemoved(key)
-    if (value != null) {
-      upsertAt(slot, h, key, value)
-    } else if (slot >= 0) {
-      liveRecordBytes -= recordLength(addrs(slot))
-      deleteSlot(slot)
-      count -= 1
-    }
-    slot >= 0
-  }
-
   private def upsert(key: UnsafeRow, value: UnsafeRow): Unit = {
     val h = hashOf(key)
     upsertAt(find(key.getBaseObject, key.getBaseOffset, key.getSizeInBytes, h), h, key, value)

@@ -176,7 +176,8 @@ private[provider] final class HeapStateStore(
     }
     newVersion = version + 1
     state = Committed
-    clearChanges()
+    // The provider keeps `changes` as the new version's, until the next store applies them.
+    endChanges()
     newVersion
   }
 
@@ -189,6 +190,11 @@ private[provider] final class HeapStateStore(
 
   private def clearChanges(): Unit = {
     changes.clear()
+    endChanges()
+  }
+
+  /** Stops this store's iterators and drops what only this store used. */
+  private def endChanges(): Unit = {
     changedPrefixes.foreach(_.clear())
     newKeys = new Array[Long](16)
     numNewKeys = 0
@@ -210,7 +216,9 @@ private[provider] final class HeapStateStore(
       CustomMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L),
       CustomMetrics.DeltaWriteTime -> commitStats.deltaWriteMs,
       CustomMetrics.ApplyTime -> commitStats.applyMs)
-    StateStoreMetrics(numKeys, base.memoryBytes + changes.memoryBytes +
+    // Once committed, `changes` are the provider's, counted in `base`.
+    val ownChanges = if (state == Committed) 0L else changes.memoryBytes
+    StateStoreMetrics(numKeys, base.memoryBytes + ownChanges +
       changedPrefixes.map(_.memoryBytes).getOrElse(0L), custom)
   }
 

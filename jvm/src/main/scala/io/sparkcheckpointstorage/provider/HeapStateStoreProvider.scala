@@ -19,7 +19,8 @@ import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
 /**
  * A `StateStoreProvider` that keeps a partition's state in executor heap in a compact form
- * and makes each new version by applying the batch's changes in place.
+ * and makes each new version by applying the batch's changes in place, when the next store
+ * is opened (see [[LiveState]]).
  *
  * Per version it writes one delta file of the changed keys through the
  * `CheckpointFileManager` Spark hands it; maintenance writes snapshots off the commit path
@@ -45,6 +46,11 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
   @volatile private var lastSnapshotVersion = 0L
   @volatile private var snapshotVersionKnown = false
   @volatile private var lastLoadTimeMs = 0L
+  /**
+   * Nanoseconds spent applying staged changes since the last commit: a batch's read store
+   * (Spark 4's aggregation opens one before its write store) may be the one that applies.
+   */
+  private var applyNanosSinceCommit = 0L
   private var rowFormatValidated = false
   @volatile private var lastCleanupVersion = -1L
 
@@ -107,17 +113,25 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
     if (version < 0) throw StateStoreErrorsShim.unexpectedVersion(version)
   }
 
-  /** Brings the in-memory state to `version`: no-op, undo, forward replay or full load. */
+  /**
+   * Brings the in-memory map to `version`: the last commit's changes applied, or dropped
+   * (the version before them, for a retried task), then a forward replay or a full load if
+   * that is not yet the version.
+   */
   private def moveLiveTo(version: Long): Unit = {
-    if (live.version == version) return
     if (live.version == version + 1 && live.canRollBack) {
       live.rollBack()
     } else {
-      load(live, version)
+      val start = System.nanoTime()
+      if (live.settle()) applyNanosSinceCommit += System.nanoTime() - start
+      if (live.version != version) load(live, version)
     }
   }
 
-  /** Called by a write store's commit: durable delta first, then the in-memory change. */
+  /**
+   * Called by a write store's commit: the durable delta, then the changes set aside; the
+   * next store opened applies them.
+   */
   private[provider] def commit(store: HeapStateStore, changes: CompactRowMap,
       forceSnapshot: Boolean): CommitStats = synchronized {
     val newVersion = store.version + 1
@@ -132,21 +146,24 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
       }
     }
     val written = System.nanoTime()
-    live.apply(changes, newVersion)
-    val applied = System.nanoTime()
+    live.stage(changes, newVersion)
     var filesWritten = 1
     var bytesWritten = bytes
     if (forceSnapshot) {
+      live.settle()
       bytesWritten += writeSnapshot()
       filesWritten += 1
     }
     // Spark 4.1+ checks, before the batch commits, that every store of the batch committed.
     StateStoreConfShim.reportCommit(storeConf, newVersion, _id, hadoopConf)
-    CommitStats(filesWritten, bytesWritten, deltaWriteMs = millis(written - start), applyMs = millis(applied - written))
+    val applyMs = millis(applyNanosSinceCommit)
+    applyNanosSinceCommit = 0L
+    CommitStats(filesWritten, bytesWritten, deltaWriteMs = millis(written - start), applyMs = applyMs)
   }
 
+  /** Snapshots the map as it is: the version before any staged changes. */
   private def writeSnapshot(): Long = {
-    val version = live.version
+    val version = live.mapVersion
     val bytes = writeFile(version, StateFileKind.Snapshot, live.map.layout) { w =>
       live.map.iterator.foreach { case (k, v) => w.put(k, v) }
     }
@@ -354,12 +371,12 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
   }
 
   private def snapshotIfDue(): Unit = {
-    if (live == null || live.version <= 0) return
+    if (live == null || live.mapVersion <= 0) return
     if (!snapshotVersionKnown) noteSnapshots(files.list().filter(_.kind == StateFileKind.Snapshot))
-    if (live.version - lastSnapshotVersion >= storeConf.minDeltasForSnapshot) {
+    if (live.mapVersion - lastSnapshotVersion >= storeConf.minDeltasForSnapshot) {
       val start = System.nanoTime()
       val bytes = writeSnapshot()
-      log.info(s"Wrote snapshot of version ${live.version} of $describe ($bytes bytes) in " +
+      log.info(s"Wrote snapshot of version ${live.mapVersion} of $describe ($bytes bytes) in " +
         s"${TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)} ms")
     }
   }
@@ -432,14 +449,15 @@ object HeapStateStoreProvider {
     val DeltaWriteTime = StateStoreCustomTimingMetric("heapStateDeltaWriteTimeMs",
       "time to encode the batch's changes and write them (or hand them over) as a state file at commit")
     val ApplyTime = StateStoreCustomTimingMetric("heapStateApplyTimeMs",
-      "time to apply the batch's changes to the in-memory state at commit")
+      "time to apply the previous batch's changes to the in-memory state, when this batch opened its stores")
     val all: Seq[StateStoreCustomMetric] =
       Seq(FilesWritten, BytesWritten, SnapshotLag, LoadTime, ForceSnapshot, DeltaWriteTime, ApplyTime)
   }
 }
 
 /** What one commit wrote, and how long its two steps took (the delta's file; the in-memory state). */
-private[provider] final case class CommitStats(filesWritten: Int, bytesWritten: Long, deltaWriteMs: Long, applyMs: Long)
+private[provider] final case class CommitStats(filesWritten: Int, bytesWritten: Long, deltaWriteMs: Long,
+    applyMs: Long)
 
 private[provider] final class CountingOutputStream(out: java.io.OutputStream) extends java.io.OutputStream {
   var count = 0L

@@ -35,42 +35,6 @@ class CompactRowMapSuite extends AnyFunSuite {
     assert(m.get(key("absent", 1)) == null)
   }
 
-  test("replaceRecording changes the map as put/remove would and records what each key held") {
-    val rnd = new Random(7)
-    val m = new CompactRowMap(keySchema.length, valueSchema.length)
-    val expected = mutable.HashMap[(String, Int), Long]()
-    for (round <- 0 until 20) {
-      val previous = new CompactRowMap(keySchema.length, valueSchema.length)
-      val before = expected.toMap
-      val touched = mutable.LinkedHashSet[(String, Int)]()
-      for (_ <- 0 until 3000) {
-        val k = ("k" * (1 + rnd.nextInt(3)), rnd.nextInt(4000))
-        if (!touched(k)) { // an undo records each key once, as a batch's changes hold it once
-          touched += k
-          val held = if (rnd.nextInt(4) == 0) {
-            expected.remove(k)
-            m.replaceRecording(key(k._1, k._2), null, previous)
-          } else {
-            val v = rnd.nextLong()
-            expected(k) = v
-            m.replaceRecording(key(k._1, k._2), value(v), previous)
-          }
-          assert(held == before.contains(k))
-        }
-      }
-      assert(m.size == expected.size && contents(m) == expected.toMap, s"round $round")
-      touched.foreach { k =>
-        val old = previous.get(key(k._1, k._2))
-        before.get(k) match {
-          case Some(v) => assert(valueOf(old) == v)
-          case None => assert(old eq CompactRowMap.Removed)
-        }
-      }
-      assert(previous.size == touched.size)
-      m.compactIfWasteful()
-    }
-  }
-
   private type Entry = (org.apache.spark.sql.catalyst.expressions.UnsafeRow,
     org.apache.spark.sql.catalyst.expressions.UnsafeRow)
 

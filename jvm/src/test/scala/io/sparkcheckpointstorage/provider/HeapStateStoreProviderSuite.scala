@@ -129,6 +129,27 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(data(newProvider().getStore(3)) == Map(("a", 1) -> 2L, ("b", 1) -> 3L, ("c", 1) -> 4L))
   }
 
+  test("a commit's changes are applied by the next store opened; until then a retry drops them") {
+    val p = newProvider(minDeltasForSnapshot = 1)
+    commitVersion(p, 0, Seq(("a", 1) -> 1L, ("b", 1) -> 1L))
+    commitVersion(p, 1, Seq(("a", 1) -> 2L, ("c", 1) -> 3L), removes = Seq(("b", 1)))
+    // Version 2's changes are set aside: maintenance snapshots the map, version 1.
+    p.doMaintenance()
+    val snapshots = () => storeDir.list().filter(_.endsWith(".heap-snapshot")).toSet
+    assert(snapshots() == Set("1.heap-snapshot"))
+    // A reader of version 1 (a retried task) gets the map as it is.
+    assert(data(p.getReadStore(1)) == Map(("a", 1) -> 1L, ("b", 1) -> 1L))
+    commitVersion(p, 1, Seq(("a", 1) -> 2L, ("c", 1) -> 3L), removes = Seq(("b", 1)))
+    // The next batch's store applies them; maintenance then snapshots version 2.
+    val next = p.getStore(2)
+    assert(data(next) == Map(("a", 1) -> 2L, ("c", 1) -> 3L))
+    next.abort()
+    p.doMaintenance()
+    assert(snapshots() == Set("1.heap-snapshot", "2.heap-snapshot"))
+    p.close()
+    assert(data(newProvider().getStore(2)) == Map(("a", 1) -> 2L, ("c", 1) -> 3L))
+  }
+
   test("maintenance snapshots off the commit path and deletes files beyond retention") {
     val p = newProvider(minDeltasForSnapshot = 3, minVersionsToRetain = 2)
     (0 until 10).foreach { v => commitVersion(p, v, Seq(("k", v) -> v.toLong)); p.doMaintenance() }
