@@ -107,10 +107,11 @@ def test_progress_reports_our_metrics_and_state(spark, tmp_path):
         metrics = op["customMetrics"]
         assert metrics["heapStateFilesWritten"] == 2  # one delta per partition
         assert metrics["heapStateBytesWritten"] > 0
-        # The commit's two steps, timed by the provider: within Spark's own time of the commit
-        # (each rounded to the millisecond, for each of the 2 partitions).
-        steps = metrics["heapStateDeltaWriteTimeMs"] + metrics["heapStateApplyTimeMs"]
-        assert 0 <= steps <= op["commitTimeMs"] + 4, (metrics, op["commitTimeMs"])
+        # The delta's write, timed by the provider: within Spark's own time of the commit
+        # (rounded to the millisecond, for each of the 2 partitions). Nothing to apply yet:
+        # a batch applies the previous batch's changes when it opens its stores.
+        assert 0 <= metrics["heapStateDeltaWriteTimeMs"] <= op["commitTimeMs"] + 2, (metrics, op["commitTimeMs"])
+        assert metrics["heapStateApplyTimeMs"] == 0, metrics
         # memoryUsedBytes is what the maps hold, not a constant per key.
         assert 0 < op["memoryUsedBytes"] < 1 << 20
         progress = q.feed(rows_for(1))
