@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.checkpointstorage.shim.{StateStoreProviderShim, StateStoreShim}
+import org.apache.spark.sql.checkpointstorage.shim.{StateStoreConfShim, StateStoreProviderShim, StateStoreShim}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -16,8 +16,10 @@ import org.apache.spark.sql.types.StructType
  * The benchmarks' stateful floor (never shipped: it lives in the test sources and reaches a
  * benchmark through the tests jar): each partition's state in a plain `java.util.HashMap` in
  * the executor, nothing written, nothing read. Spark's stateful machinery around it (the
- * state store RDD, the report to Spark's state store coordinator, maintenance) runs as for any
+ * state store RDD, the reports to Spark's state store coordinator, maintenance) runs as for any
  * provider, so a provider's batch time above this one's is what its own state handling costs.
+ * That includes the commit report Spark 4.1+ asks of every provider (its built-in ones send
+ * it from their commit), a round trip to the driver per store and batch.
  *
  * Correct for Spark's stateful operators within one JVM: a write store applies its changes to
  * the map and keeps their undo; `abort` undoes them, and the undo of the last commit is kept
@@ -26,6 +28,8 @@ import org.apache.spark.sql.types.StructType
  */
 class FloorStateStoreProvider extends StateStoreProviderShim {
   private var _id: StateStoreId = _
+  private var storeConf: StateStoreConf = _
+  private var hadoopConf: Configuration = _
   private val map = new JHashMap[UnsafeRow, UnsafeRow]()
   /** The version the map holds. */
   private var latest = 0L
@@ -38,6 +42,8 @@ class FloorStateStoreProvider extends StateStoreProviderShim {
       prefixColumns: Option[Int], storeConfs: StateStoreConf, hadoopConf: Configuration): Unit = {
     if (prefixColumns.isDefined) throw unsupported("prefix-scan keys")
     _id = stateStoreId
+    this.storeConf = storeConfs
+    this.hadoopConf = hadoopConf
   }
 
   override protected def openStore(version: Long, forceSnapshotOnCommit: Boolean, loadEmpty: Boolean): StateStore =
@@ -100,6 +106,7 @@ class FloorStateStoreProvider extends StateStoreProviderShim {
       lastUndo = Some(changes.toList)
       latest = version + 1
       committed = true
+      StateStoreConfShim.reportCommit(storeConf, latest, _id, hadoopConf)
       latest
     }
 
@@ -135,7 +142,14 @@ class FloorStateStoreProvider extends StateStoreProviderShim {
     new UnsupportedOperationException(s"FloorStateStoreProvider (the benchmarks' floor) does not support $what")
 
   /** `init` and `getStore` without the line's signatures, for the suite. */
-  private[provider] def initForTest(id: StateStoreId): Unit = _id = id
+  /** Without a streaming query: no coordinator to report commits to. */
+  private[provider] def initForTest(id: StateStoreId): Unit = {
+    _id = id
+    val sqlConf = new org.apache.spark.sql.internal.SQLConf()
+    sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
+    storeConf = new StateStoreConf(sqlConf)
+    hadoopConf = new Configuration()
+  }
   private[provider] def getStoreForTest(version: Long): StateStore =
     openStore(version, forceSnapshotOnCommit = false, loadEmpty = false)
 
