@@ -176,8 +176,9 @@ private[provider] final class HeapStateStore(
     }
     newVersion = version + 1
     state = Committed
-    // The provider keeps `changes` as the new version's, until the next store applies them.
-    endChanges()
+    // `changes` are now the provider's, the new version's until the next store applies them;
+    // they stay this store's too, so that its reads see the version it committed (Spark 3.5
+    // outputs a complete-mode aggregation by iterating the store after its commit).
     newVersion
   }
 
@@ -190,11 +191,6 @@ private[provider] final class HeapStateStore(
 
   private def clearChanges(): Unit = {
     changes.clear()
-    endChanges()
-  }
-
-  /** Stops this store's iterators and drops what only this store used. */
-  private def endChanges(): Unit = {
     changedPrefixes.foreach(_.clear())
     newKeys = new Array[Long](16)
     numNewKeys = 0

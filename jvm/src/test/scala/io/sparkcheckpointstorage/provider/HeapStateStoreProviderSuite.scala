@@ -132,7 +132,12 @@ class HeapStateStoreProviderSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("a commit's changes are applied by the next store opened; until then a retry drops them") {
     val p = newProvider(minDeltasForSnapshot = 1)
     commitVersion(p, 0, Seq(("a", 1) -> 1L, ("b", 1) -> 1L))
-    commitVersion(p, 1, Seq(("a", 1) -> 2L, ("c", 1) -> 3L), removes = Seq(("b", 1)))
+    val committing = p.getStore(1)
+    committing.put(key("a", 1), value(2)); committing.put(key("c", 1), value(3)); committing.remove(key("b", 1))
+    assert(committing.commit() == 2)
+    // The committed store reads the version it committed (Spark 3.5's complete mode does).
+    assert(data(committing) == Map(("a", 1) -> 2L, ("c", 1) -> 3L))
+    assert(committing.get(key("b", 1)) == null && valueOf(committing.get(key("c", 1))) == 3L)
     // Version 2's changes are set aside: maintenance snapshots the map, version 1.
     p.doMaintenance()
     val snapshots = () => storeDir.list().filter(_.endsWith(".heap-snapshot")).toSet
