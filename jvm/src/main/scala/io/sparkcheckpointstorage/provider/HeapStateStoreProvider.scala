@@ -455,7 +455,10 @@ object HeapStateStoreProvider {
   }
 }
 
-/** What one commit wrote, and how long its two steps took (the delta's file; the in-memory state). */
+/**
+ * What one commit wrote, how long its delta's file took, and how long applying the previous
+ * commit's changes took when this batch opened its stores.
+ */
 private[provider] final case class CommitStats(filesWritten: Int, bytesWritten: Long, deltaWriteMs: Long,
     applyMs: Long)
 
