@@ -36,8 +36,16 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   import CheckpointCoordinator._
 
   private val roots = new ConcurrentHashMap[String, RootSlot]()
-  /** Every checkpoint root that committed a batch in this driver -> its query id ("" until read). */
+  /**
+   * Every checkpoint root that committed a batch in this driver and whose query has not
+   * terminated -> its query id ("" until read): the roots state maintenance may touch.
+   */
   private val committedRoots = new ConcurrentHashMap[String, String]()
+  /**
+   * Held by maintenance requests while they are answered, and by a terminated query's
+   * release: so a maintenance request never brings back a root once its query terminated.
+   */
+  private val lifecycle = new Object
   private val held = new HeldBytes(maxHeldBytes)
   private val cleaner = new PackCleaner(hadoopConf)
   /** State files executors are writing in the background (`asyncStateWrites`). */
@@ -68,6 +76,10 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   private def answer(request: CoordinatorRequest): CoordinatorReply =
     try {
       request match {
+        case FromMaintenance(inner) => lifecycle.synchronized {
+          if (!committedRoots.containsKey(inner.root)) throw notRunning(inner)
+          answer(inner)
+        }
         case p: PutInline => put(p)
         case GetInline(root, rel) => stateOf(root).map(_.locate(rel)).getOrElse(NotInline)
         case ExistsInline(root, rel) => if (stateOf(root).exists(_.contains(rel))) IsInline else NotInline
@@ -160,12 +172,21 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     Some(packed)
   }
 
-  /** Forgets a stopped query's inline state (it stays in its packs when persistent). */
-  def release(root: String): Unit = {
+  /**
+   * Forgets a stopped query's inline state (it stays in its packs when persistent); state
+   * maintenance no longer touches the root.
+   */
+  def release(root: String): Unit = lifecycle.synchronized {
+    committedRoots.remove(root)
     backgroundWrites.forget(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }
+
+  private def notRunning(request: CoordinatorRequest): QueryNotRunningException =
+    new QueryNotRunningException(s"No streaming query runs on checkpoint ${request.root} in this driver " +
+      "(it stopped, or has not committed a batch since the driver started): state store maintenance " +
+      s"leaves its state alone (${request.getClass.getSimpleName} refused).")
 
   /** The checkpoint roots whose inline state this coordinator holds. */
   def knownRoots: Seq[String] = roots.asScala.collect { case (root, s) if s.loaded.isDefined => root }.toSeq
@@ -196,10 +217,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
       }
       id == queryId
     }
-    mine.foreach { root =>
-      release(root)
-      committedRoots.remove(root)
-    }
+    mine.foreach(release)
     mine
   }
 

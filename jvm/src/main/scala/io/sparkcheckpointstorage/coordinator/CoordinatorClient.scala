@@ -47,10 +47,11 @@ object CoordinatorClient {
    */
   def ask(request: CoordinatorRequest,
       raise: Failed => Exception = CoordinatorFailures.toException): CoordinatorReply = {
+    val sent = if (StateMaintenanceScope.isActive) FromMaintenance(request) else request
     val reply = CheckpointCoordinator.driverInstance match {
-      case Some(c) => c.handle(request)
+      case Some(c) => c.handle(sent)
       case None => executorConnection match {
-        case Some((_, batcher)) => batcher.ask(request)
+        case Some((_, batcher)) => batcher.ask(sent)
         case None => throw new IllegalStateException("The checkpoint storage needs its Spark " +
           s"plugin: start Spark with spark.plugins=${CheckpointStoragePlugin.ClassName} (the Python " +
           "helper configure_spark_with_checkpoint_storage sets it).")

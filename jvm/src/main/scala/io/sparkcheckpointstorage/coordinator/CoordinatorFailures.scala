@@ -9,6 +9,13 @@ import io.sparkcheckpointstorage.storage.{CorruptCheckpointException, StateSizeL
 class MalformedMessageException(message: String) extends IOException(message)
 
 /**
+ * State store maintenance asked about a checkpoint that no query runs on in this driver: its
+ * query stopped, or has not committed a batch since the driver started. The maintenance
+ * leaves that state alone; a query started on the checkpoint commits, and maintains, again.
+ */
+class QueryNotRunningException(message: String) extends IllegalStateException(message)
+
+/**
  * The driver did not answer an executor's message to the coordinator in time. The task that
  * sent it fails and Spark retries it; nothing of the failure is kept, so the retry looks the
  * driver up again.
@@ -51,6 +58,7 @@ object CoordinatorFailures {
       case c: CorruptCheckpointException => Failed(FailureKind.CorruptCheckpoint, message, c.file)
       case _: StateSizeLimitException => Failed(FailureKind.StateSizeLimit, message)
       case _: MalformedMessageException => Failed(FailureKind.MalformedMessage, message)
+      case _: QueryNotRunningException => Failed(FailureKind.NotRunning, message)
       case _: IllegalStateException => Failed(FailureKind.IllegalState, message)
       case _: IllegalArgumentException => Failed(FailureKind.IllegalArgument, message)
       case _ => Failed(FailureKind.Io, message)
@@ -64,6 +72,7 @@ object CoordinatorFailures {
     case FailureKind.MalformedMessage => new MalformedMessageException(f.message)
     case FailureKind.IllegalState => new IllegalStateException(f.message)
     case FailureKind.IllegalArgument => new IllegalArgumentException(f.message)
+    case FailureKind.NotRunning => new QueryNotRunningException(f.message)
     case FailureKind.Io => new IOException(f.message)
   }
 }

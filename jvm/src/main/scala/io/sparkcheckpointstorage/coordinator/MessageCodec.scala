@@ -31,7 +31,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 3
+  val FormatVersion: Byte = 4
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -40,7 +40,7 @@ object MessageCodec {
 
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
-    val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8
+    val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8; val Maintenance: Byte = 9
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
     val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
   }
@@ -118,6 +118,11 @@ object MessageCodec {
     case DeleteInline(root, rel) => pathRequest(Tag.Delete, root, rel)
     case WritePending(root, rel, id, executor) => strings(Tag.WritePending, root, rel, id, executor)
     case WriteDone(root, rel, id, error) => strings(Tag.WriteDone, root, rel, id, truncate(error))
+    case FromMaintenance(inner) =>
+      val nested = encode(inner)
+      val w = new Writer(Tag.Maintenance, 4 + nested.length)
+      w.bytes(nested)
+      w.done()
   }
 
   def encode(reply: CoordinatorReply): Array[Byte] = reply match {
@@ -161,6 +166,10 @@ object MessageCodec {
       case Tag.Delete => DeleteInline(r.string(), r.string())
       case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string())
       case Tag.WriteDone => WriteDone(r.string(), r.string(), r.string(), r.string())
+      case Tag.Maintenance =>
+        val inner = r.nested("the maintenance request")
+        if (inner.tag == Tag.Maintenance) throw r.malformed("a maintenance request inside another")
+        FromMaintenance(readRequest(inner))
       case other => throw r.malformed(s"unknown request tag $other")
     }
     r.end()
@@ -293,6 +302,12 @@ object MessageCodec {
       val at = from + buf.position()
       buf.position(buf.position() + n)
       (at, n)
+    }
+
+    /** The message held in a byte array field, read in place. */
+    def nested(what: String): Reader = {
+      val (at, n) = skip(what)
+      new Reader(message, at, n, maxBytes)
     }
 
     def string(): String = {

@@ -36,6 +36,18 @@ final case class WritePending(root: String, relPath: String, writeId: String, ex
 /** Background write `writeId` of `relPath` ended: durable when `error` is empty, else failed with it. */
 final case class WriteDone(root: String, relPath: String, writeId: String, error: String) extends CoordinatorRequest
 
+/**
+ * `request`, sent by state store maintenance (a snapshot, a cleanup) rather than by a task or
+ * the driver ([[StateMaintenanceScope]]). It is answered only for a checkpoint whose query
+ * runs in this driver, and never loads or creates a checkpoint's state: the maintenance of a
+ * stopped query's stores, which executors run until they learn of the stop, would otherwise
+ * bring its state back into the driver heap, and keep it there with no commit to pack it.
+ */
+final case class FromMaintenance(request: CoordinatorRequest) extends CoordinatorRequest {
+  require(!request.isInstanceOf[FromMaintenance], "a maintenance request inside another")
+  def root: String = request.root
+}
+
 /** The coordinator's answers. */
 sealed trait CoordinatorReply
 case object Done extends CoordinatorReply
@@ -67,7 +79,9 @@ object FailureKind {
   case object IllegalArgument extends FailureKind(5)
   /** The request could not be decoded (`MalformedMessageException`). */
   case object MalformedMessage extends FailureKind(6)
+  /** No query runs on the checkpoint in this driver: maintenance leaves its state alone (`QueryNotRunningException`). */
+  case object NotRunning extends FailureKind(7)
 
   val all: Seq[FailureKind] = Seq(Io, CorruptCheckpoint, StateSizeLimit, IllegalState, IllegalArgument,
-    MalformedMessage)
+    MalformedMessage, NotRunning)
 }

@@ -78,8 +78,9 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     Some(true)
   }
 
-  /** Forgets `rel`; returns the heap bytes freed. */
+  /** Forgets `rel`; returns the heap bytes freed (none once released: [[release]] freed them all). */
   def delete(rel: String): Long = synchronized {
+    if (released) return 0L
     files.remove(rel) match {
       case Some(f) =>
         val dir = CheckpointPaths.dirOf(rel)

@@ -15,6 +15,7 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.{cl
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import io.sparkcheckpointstorage.coordinator.{QueryNotRunningException, StateMaintenanceScope}
 import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
 /**
@@ -365,7 +366,9 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
    * only means a longer replay, retried at the next interval.
    */
   override protected def snapshotMaintenance(): Unit = synchronized {
-    try snapshotIfDue() catch {
+    try StateMaintenanceScope.run(snapshotIfDue()) catch {
+      // Spark maintains a stopped query's stores until the executor learns of the stop.
+      case e: QueryNotRunningException => log.debug(s"Snapshot maintenance of $describe skipped: ${e.getMessage}")
       case NonFatal(e) => log.warn(s"Snapshot maintenance of $describe failed; will retry", e)
     }
   }
@@ -383,7 +386,8 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
 
   /** Deletes files not needed to restore the last `minBatchesToRetain` versions; never throws. */
   override protected def cleanupMaintenance(): Unit = {
-    try cleanup() catch {
+    try StateMaintenanceScope.run(cleanup()) catch {
+      case e: QueryNotRunningException => log.debug(s"Cleanup maintenance of $describe skipped: ${e.getMessage}")
       case NonFatal(e) => log.warn(s"Cleanup maintenance of $describe failed; will retry", e)
     }
   }

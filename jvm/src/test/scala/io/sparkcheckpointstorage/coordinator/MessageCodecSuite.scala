@@ -15,7 +15,9 @@ class MessageCodecSuite extends AnyFunSuite {
     put.copy(bytes = Array.emptyByteArray, persistent = false, keepInHeap = true),
     GetInline("r", "state/0/0/1.heap-delta"), ExistsInline("r", "x"), ListInline("r", "state/0/0"),
     DeleteInline("r", ""), WritePending("r", "state/0/1/3.heap-delta", "w-1", "7"),
-    WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"))
+    WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"),
+    FromMaintenance(put.copy(relPath = "state/0/1/4.heap-snapshot")), FromMaintenance(ListInline("r", "state/0/1")),
+    FromMaintenance(DeleteInline("r", "state/0/1/1.heap-delta")))
 
   private val replies: Seq[CoordinatorReply] = Seq(Done, NotInline, IsInline,
     InlineBytes(Array.tabulate[Byte](1000)(_.toByte)), InPack("file:/cp/state-packs/3.pack", 1L << 33, 77, -5),
@@ -25,6 +27,7 @@ class MessageCodecSuite extends AnyFunSuite {
   /** Case classes holding arrays compare them by reference: compare their content. */
   private def same(a: Any, b: Any): Boolean = (a, b) match {
     case (x: PutInline, y: PutInline) => x.copy(bytes = null) == y.copy(bytes = null) && x.bytes.sameElements(y.bytes)
+    case (FromMaintenance(x), FromMaintenance(y)) => same(x, y)
     case (InlineBytes(x), InlineBytes(y)) => x.sameElements(y)
     case _ => a == b
   }
@@ -55,7 +58,7 @@ class MessageCodecSuite extends AnyFunSuite {
     val whole = MessageCodec.encode(GetInline("r", "x"))
     assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
     val otherVersion = whole.clone(); otherVersion(3) = 1
-    assert(refused(otherVersion).contains("format version 1, this jar speaks version 3"))
+    assert(refused(otherVersion).contains("format version 1, this jar speaks version 4"))
     val unknownTag = whole.clone(); unknownTag(4) = 99
     assert(refused(unknownTag).contains("unknown request tag 99"))
     assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))
@@ -68,6 +71,13 @@ class MessageCodecSuite extends AnyFunSuite {
     assert(refused(javaSerialized).contains("does not start with the message header"))
     // A reply is not a request.
     assert(refused(MessageCodec.encode(Done)).contains("unknown request tag 16"))
+    // Maintenance marks a task's request, never another mark, nor a batch.
+    val twice = MessageCodec.encode(FromMaintenance(GetInline("r", "x")))
+    val marked = twice.take(5) ++ ByteBuffer.allocate(4).putInt(twice.length).array() ++ twice
+    assert(refused(marked).contains("a maintenance request inside another"))
+    val batch = MessageCodec.encodeBatch(Seq(MessageCodec.encode(GetInline("r", "x"))))
+    assert(refused(twice.take(5) ++ ByteBuffer.allocate(4).putInt(batch.length).array() ++ batch)
+      .contains("unknown request tag 6"))
   }
 
   test("lengths are checked against what is left before anything is allocated") {

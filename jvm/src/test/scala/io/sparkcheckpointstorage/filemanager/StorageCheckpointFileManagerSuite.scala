@@ -9,7 +9,7 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
+import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, QueryNotRunningException, StateMaintenanceScope}
 import io.sparkcheckpointstorage.packs.StatePack
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
@@ -72,6 +72,44 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(read(m, "2.heap-delta").length == 101)
     assert(m.list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSet == Set("1.heap-delta", "2.heap-delta"))
     assert(m.exists(statePath("1.heap-delta")) && !m.exists(statePath("3.heap-delta")))
+  }
+
+  test("state maintenance touches a checkpoint only while its query runs: once it stopped, nothing comes back into the driver") {
+    val c = CheckpointCoordinator.driverInstance.get
+    val m = fm()
+    val dir = new Path(s"$root/state/0/0")
+    def maintain[T](body: => T): T = StateMaintenanceScope.run(body)
+    // Before the query's first commit in this driver (a new query, or one restarted), maintenance waits.
+    intercept[QueryNotRunningException](maintain(write(m, "1.heap-snapshot", 10)))
+    assert(c.knownRoots.isEmpty)
+    write(m, "1.heap-delta", 10)
+    commit(m, 0)
+    maintain(write(m, "1.heap-snapshot", 10))
+    assert(maintain(m.list(dir)).map(_.getPath.getName).toSet == Set("1.heap-delta", "1.heap-snapshot"))
+    assert(c.heldInlineBytes == 10)
+
+    // The query stops. Its stores' maintenance goes on until the executors learn of it: it
+    // must not load the checkpoint again, nor leave bytes in the driver that no commit packs.
+    assert(c.queryTerminated("query-1").map(new Path(_).toUri.getPath) == Seq(new Path(root).toUri.getPath))
+    assert(c.knownRoots.isEmpty && c.heldInlineBytes == 0)
+    val refused = intercept[QueryNotRunningException](maintain(write(m, "2.heap-snapshot", 10)))
+    assert(refused.getMessage.contains(s"No streaming query runs on checkpoint file:$root"), refused.getMessage)
+    intercept[QueryNotRunningException](maintain(m.list(dir)))
+    intercept[QueryNotRunningException](maintain(m.delete(statePath("1.heap-delta"))))
+    // A snapshot too large to be inline is written all the same (a file of its own, complete).
+    intercept[QueryNotRunningException](maintain(write(m, "3.heap-snapshot", 101)))
+    assert(onDisk("state/0/0/3.heap-snapshot"))
+    assert(c.knownRoots.isEmpty && c.heldInlineBytes == 0)
+
+    // The query starts again: its tasks read the state (no maintenance), its first commit
+    // lets maintenance in again. The inline snapshot taken after the last commit was in no
+    // pack: it went with the stop (the deltas hold the state); the one written as a file stays.
+    assert(read(m, "1.heap-delta").length == 10)
+    assert(m.list(dir).map(_.getPath.getName).toSet == Set("1.heap-delta", "3.heap-snapshot"))
+    write(m, "2.heap-delta", 10)
+    commit(m, 1)
+    maintain(write(m, "2.heap-snapshot", 10))
+    assert(read(m, "2.heap-snapshot").length == 10)
   }
 
   test("files a provider reads past the file manager (RocksDB's snapshot zips without a checkpoint id) are never inline") {
