@@ -1,7 +1,7 @@
 """Micro-batch latency on Kafka: end-to-end latency of Kafka -> ``groupBy(k).count()`` ->
 Kafka and Kafka -> ``dropDuplicates(k)`` -> Kafka, micro-batches back to back
-(``trigger(processingTime="0 seconds")``), per state store variant, all in one driver
-(``local[*]``) on a real Kafka broker (tests/support/realfs.py's ``KafkaBroker``, Spark's Kafka
+(``trigger(processingTime="0 seconds")``), per state store variant, each in a driver JVM of
+its own (``local[*]``), as ``run.py`` runs each variant in a fresh process, on a real Kafka broker (tests/support/realfs.py's ``KafkaBroker``, Spark's Kafka
 connector of the running line).
 
 Variants, one after the other: Spark's ``HDFSBackedStateStoreProvider`` and RocksDB with
@@ -287,6 +287,25 @@ def plot(results: List[Dict], path: str, title: str) -> bool:
     return True
 
 
+def new_driver_jvm(spark) -> None:
+    """Stops ``spark`` and its driver JVM, so that the next session starts a JVM of its own: a
+    variant's leftovers (RocksDB's native threads and memory, a stopped query's state stores
+    until maintenance unloads them, the heap it grew) must not slow the variant after it."""
+    from pyspark import SparkContext
+    spark.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        # PySpark's gateway JVM exits when its standard input closes.
+        proc.stdin.close()
+        proc.wait(120)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="measured input per variant")
@@ -322,27 +341,33 @@ def main() -> None:
         jars = realfs.kafka_connector_jars()
         if any(VARIANTS.get(n, {}).get("tests_jar") for n in names):
             jars.append(jvm_jars.tests_jar("latency"))  # the stateful floor's provider
-        builder = (SparkSession.builder.master("local[%d]" % max(8, 2 * args.partitions + 2))
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.jars", ",".join(jars))
-                   .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", args.partitions))
-        for key, value in (realfs.spark_settings(s3) if s3 else {}).items():
-            builder = builder.config(key, value)
-        spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        def session():
+            builder = (SparkSession.builder.master("local[%d]" % max(8, 2 * args.partitions + 2))
+                       .config("spark.ui.enabled", "false")
+                       .config("spark.ui.showConsoleProgress", "false")
+                       .config("spark.jars", ",".join(jars))
+                       .config("spark.scheduler.pipelinedGroup.slotCheck.enabled", "false")
+                       .config("spark.sql.shuffle.partitions", args.partitions))
+            for key, value in (realfs.spark_settings(s3) if s3 else {}).items():
+                builder = builder.config(key, value)
+            spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+            return spark
+
         for query in args.queries.split(","):
             for name in names:
                 if name == "no-state" and any(r["query"] == "project" for r in results):
                     continue  # the floor is the same projection for both queries
+                progress("%s %s: a new driver JVM" % (name, query))
+                spark = session()
                 try:
                     results.append(run_variant(spark, F, broker, s3, work, name, query, args))
                 except Exception as e:  # noqa: BLE001 - one variant's failure ends no other's run
                     progress("%s %s FAILED: %s" % (name, query, str(e).splitlines()[0][:300]))
                     for q in spark.streams.active:
                         q.stop()
-        spark.stop()
+                finally:
+                    new_driver_jvm(spark)
     finally:
         broker.stop()
         if s3:
