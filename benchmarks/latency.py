@@ -1,7 +1,8 @@
 """Micro-batch latency on Kafka: end-to-end latency of Kafka -> ``groupBy(k).count()`` ->
 Kafka and Kafka -> ``dropDuplicates(k)`` -> Kafka, micro-batches back to back
 (``trigger(processingTime="0 seconds")``), per state store variant, each in a driver JVM of
-its own (``local[*]``), as ``run.py`` runs each variant in a fresh process, on a real Kafka broker (tests/support/realfs.py's ``KafkaBroker``, Spark's Kafka
+its own (``local[*]``; ``--shared-jvm``: all in one), as ``run.py`` runs each variant in a fresh
+process, on a real Kafka broker (tests/support/realfs.py's ``KafkaBroker``, Spark's Kafka
 connector of the running line).
 
 Variants, one after the other: Spark's ``HDFSBackedStateStoreProvider`` and RocksDB with
@@ -23,7 +24,7 @@ With ``--checkpoints s3`` every query's checkpoint (and the driver storage's pat
 SeaweedFS server the run starts (tests/support/realfs.py's ``SeaweedS3``, Hadoop's S3A client);
 each variant then also reports the S3 requests a batch makes, by the server's own count.
 
-    .venv/bin/python benchmarks/latency.py                         # 1,000 records/s, 60 s per variant
+    .venv/bin/python benchmarks/latency.py                         # 1,000 records/s, 60 s per variant after 40 s
     .venv/bin/python benchmarks/latency.py --seconds 10 --warmup 5 --rate 200 --variants heap-fs,no-state
     .venv/bin/python benchmarks/latency.py --checkpoints s3 --variants hdfs,rocksdb-changelog,heap-fs,no-state
 """
@@ -309,7 +310,8 @@ def new_driver_jvm(spark) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="measured input per variant")
-    parser.add_argument("--warmup", type=float, default=15, help="input before the measured part")
+    parser.add_argument("--warmup", type=float, default=40,
+                        help="input before the measured part (a new driver JVM's compiler settles in about 40 s)")
     parser.add_argument("--rate", type=int, default=1000, help="input records per second")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--queries", default="count,dedup")
@@ -317,6 +319,9 @@ def main() -> None:
                         help="state partitions (spark.sql.shuffle.partitions; default: the input's 5)")
     parser.add_argument("--checkpoints", choices=["local", "s3"], default="local",
                         help="where the checkpoints go: the local disk, or S3 (a SeaweedFS server the run starts)")
+    parser.add_argument("--shared-jvm", action="store_true",
+                        help="run every variant in one driver JVM (each runs after the one before it stopped, "
+                             "warmed up by it and slowed by what it left behind) instead of one JVM each")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     names = args.variants.split(",")
@@ -354,20 +359,25 @@ def main() -> None:
             spark.sparkContext.setLogLevel("ERROR")
             return spark
 
+        spark = None
         for query in args.queries.split(","):
             for name in names:
                 if name == "no-state" and any(r["query"] == "project" for r in results):
                     continue  # the floor is the same projection for both queries
-                progress("%s %s: a new driver JVM" % (name, query))
-                spark = session()
+                if spark is None:
+                    progress("%s %s: a new driver JVM" % (name, query))
+                    spark = session()
                 try:
                     results.append(run_variant(spark, F, broker, s3, work, name, query, args))
                 except Exception as e:  # noqa: BLE001 - one variant's failure ends no other's run
                     progress("%s %s FAILED: %s" % (name, query, str(e).splitlines()[0][:300]))
                     for q in spark.streams.active:
                         q.stop()
-                finally:
+                if not args.shared_jvm:
                     new_driver_jvm(spark)
+                    spark = None
+        if spark is not None:
+            spark.stop()
     finally:
         broker.stop()
         if s3:
