@@ -38,10 +38,10 @@ final case class WriteDone(root: String, relPath: String, writeId: String, error
 
 /**
  * `request`, sent by state store maintenance (a snapshot, a cleanup) rather than by a task or
- * the driver ([[StateMaintenanceScope]]). It is answered only for a checkpoint whose query
- * runs in this driver, and never loads or creates a checkpoint's state: the maintenance of a
- * stopped query's stores, which executors run until they learn of the stop, would otherwise
- * bring its state back into the driver heap, and keep it there with no commit to pack it.
+ * the driver ([[StateMaintenanceScope]]). It is answered only while the checkpoint's query runs
+ * in this driver, and refused otherwise: the maintenance of a stopped query's stores, which
+ * executors run until they learn of the stop, would bring its state back into the driver heap,
+ * and keep it there with no commit to pack it.
  */
 final case class FromMaintenance(request: CoordinatorRequest) extends CoordinatorRequest {
   require(!request.isInstanceOf[FromMaintenance], "a maintenance request inside another")

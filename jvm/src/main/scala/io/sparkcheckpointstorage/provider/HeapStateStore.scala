@@ -160,7 +160,7 @@ private[provider] final class HeapStateStore(
   override def unsupportedOperation(what: String): UnsupportedOperationException = unsupported(what)
 
   /**
-   * Makes the changes durable and applies them. A failure is Spark's
+   * Makes the changes durable; the provider applies them when its next store opens. A failure is Spark's
    * `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT` naming this store, caused by what failed, whose
    * words follow Spark's in the message.
    */
