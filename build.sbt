@@ -103,6 +103,8 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
       Attributed.blank(out)
     },
     Test / scalaSource := repo / "jvm" / "src" / "test" / "scala",
+    // The fault-injecting file system (Java, line-neutral) serves the JVM suites too.
+    Test / unmanagedSourceDirectories += repo / "jvm" / "src" / "test" / "java",
     Test / resourceDirectory := repo / "jvm" / "src" / "test" / "resources",
     // Spark 3.5 still runs on Java 8 (many platforms' default): its jar is Java 8 bytecode.
     javacOptions ++= Seq("--release", line.javaRelease),
@@ -171,6 +173,27 @@ lazy val sparkLines = new CompositeProject {
   override lazy val componentProjects: Seq[Project] =
     SparkLines.all.flatMap(line => line.scalaPatches.map { case (binary, _) => lineProject(line, binary) })
 }
+
+// The fault-injecting file system of the tests (jvm/src/test/java/.../faults), as a jar of its
+// own for the end-to-end tests and benchmarks of every line: Java 8 bytecode against the
+// oldest line's Hadoop API (Spark 3.5's 3.3.4), no Scala, never in the plugin jar or wheel.
+// dev/build-jar builds it: target/fault-file-system/fault-file-system.jar.
+lazy val faultFileSystem = Project("faultFileSystem", file("target/lines/faultFileSystem")).settings(
+  name := "fault-file-system",
+  crossPaths := false,
+  autoScalaLibrary := false,
+  target := file(".").getAbsoluteFile / "target" / "fault-file-system",
+  Compile / javaSource := file(".").getAbsoluteFile / "jvm" / "src" / "test" / "java",
+  Compile / unmanagedSourceDirectories := Seq((Compile / javaSource).value),
+  Compile / scalaSource := file(".").getAbsoluteFile / "target" / "fault-file-system" / "no-scala",
+  // javac reads the public fields of FileSystem, whose Log type is commons-logging.
+  libraryDependencies ++= Seq("org.apache.hadoop" % "hadoop-client-api" % "3.3.4" % Provided,
+    "commons-logging" % "commons-logging" % "1.1.3" % Provided),
+  javacOptions ++= Seq("--release", "8"),
+  Compile / packageBin / artifactPath := target.value / "fault-file-system.jar",
+  publish / skip := true,
+  publishM2 / skip := true
+)
 
 // The root builds nothing itself: name a line's project (dev/sbt spark43/test).
 lazy val root = (project in file("."))

@@ -8,7 +8,8 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming, StorageMarker}
 import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, PackedBatch}
 import io.sparkcheckpointstorage.packs.{PackCleaner, PackDirectory}
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
@@ -132,38 +133,70 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * pack is on the file system. Requests keep being served while the pack is written.
    * Before the pack, it waits for the state files executors write in the background
    * (`asyncStateWrites`), and fails if one was not written: the batch does not commit.
-   * Returns what the pack holds (for the checkpoints tab), None when no pack was written.
+   * It fails too when a store of the checkpoint holds no state of the batch's version at all
+   * ([[checkDurable]]): a commit log entry is never written for state that is nowhere.
+   * Returns what the batch's packs hold (for the checkpoints tab), None when none was written.
    */
   def beforeCommit(root: String, batchId: Long): Option[PackedBatch] = {
     committedRoots.putIfAbsent(root, "")
     backgroundWrites.awaitWritten(root, batchId)
-    val s = roots.get(root)
-    if (s == null) return None
-    s.loaded.flatMap { state =>
+    // Loaded, not only looked up: a root whose state is on disk but not in this driver's heap
+    // (a restart whose tasks sent nothing) is still checked, never skipped.
+    stateOf(root).flatMap { state =>
       // Commits of one root are serialized (pack numbers follow each other); other roots'
       // commits and every request go on meanwhile.
       state.commitLock.synchronized {
-        if (!state.markerWritten) {
-          StorageMarker.write(state.root, StorageMarker(state.storage, state.persistent, state.keepInHeap), hadoopConf)
-          state.markerWritten = true
-        }
-        if (state.persistent) writePack(state, batchId)
-        else Some(PackedBatch(state.takePending().puts.map(p => p.relPath -> p.bytes.length.toLong), ""))
+        writeMarker(state)
+        if (state.persistent) checkDurable(state, batchId)
+        val packed = if (state.persistent) writePack(state, batchId)
+          else Some(PackedBatch(state.takePending().puts.map(p => p.relPath -> p.bytes.length.toLong), ""))
+        state.takeEarlyPacked(packed)
       }
     }
   }
+
+  /**
+   * Makes the inline state of `root` received so far durable before its query writes a file
+   * outside its checkpoint in batch `batchId`: an exactly-once sink's log (the file sink's
+   * `_spark_metadata/<batchId>`). Spark does not run a batch again once such a sink committed
+   * it, so the state the batch's tasks sent must be durable first: a failed pack write then
+   * fails the batch before the sink commits, and its rerun sends the state again. The pack is
+   * reported with the batch's commit.
+   */
+  def beforeSinkCommit(root: String, batchId: Long): Unit =
+    Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent).foreach { state =>
+      state.commitLock.synchronized {
+        writeMarker(state)
+        state.packedEarly(writePack(state, batchId))
+      }
+    }
 
   private def writePack(state: RootState, batchId: Long): Option[PackedBatch] = {
     val pending = state.takePending()
     if (pending.isEmpty) return None
     val packed = try {
-      val seq = state.lastPackSeq.getOrElse((PackDirectory.sequences(state.root, hadoopConf) :+ 0L).max) + 1
+      // After a failed write, the pack may be on disk all the same (a rename whose answer was
+      // lost): the next number is the one after those on disk.
+      val seq = (if (state.mayHaveLeftovers) None else state.lastPackSeq).getOrElse {
+        val onDisk = PackDirectory.sequences(state.root, hadoopConf)
+        // Such a pack holds only files this pack writes again: it goes, in order, with the old ones.
+        state.supersededPacks(onDisk.filter(_ > state.lastPackSeq.getOrElse(Long.MaxValue))
+          .map(n => n -> PackDirectory.path(state.root, n)))
+        (onDisk ++ state.lastPackSeq :+ 0L).max
+      } + 1
       val (path, index) = PackDirectory.write(state.root, seq, batchId, state.queryId(hadoopConf),
         pending.puts.map(p => p.relPath -> p.bytes), pending.deletes, hadoopConf)
       held.release(state.packed(seq, path, index, pending))
+      state.packFailed = false
+      if (state.mayHaveLeftovers) {
+        cleaner.removeLeftovers(state.root, seq)
+        state.mayHaveLeftovers = false
+      }
       PackedBatch(pending.puts.map(p => p.relPath -> p.bytes.length.toLong), path.getName)
     } catch {
       case NonFatal(e) =>
+        state.mayHaveLeftovers = true
+        state.packFailed = true
         state.unpacked(pending)
         throw e
     }
@@ -172,11 +205,54 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     Some(packed)
   }
 
+  private def writeMarker(state: RootState): Unit =
+    if (!state.markerWritten) {
+      StorageMarker.write(state.root, StorageMarker(state.storage, state.persistent, state.keepInHeap), hadoopConf)
+      state.markerWritten = true
+    }
+
+  /**
+   * Fails the commit of `batchId` when a store of `state` holds no state of the version the
+   * batch commits (`batchId + 1`), neither inline nor as a file of its own, while it held the
+   * version before inline. Every store of a stateful operator writes one file of each version
+   * it commits, so that store's state of the batch was lost before it was durable: its tasks
+   * did not run again (an exactly-once sink skips a batch it already committed) after the
+   * state of an earlier attempt went with a driver. Committing would make the checkpoint a
+   * dead end; refusing keeps its last complete batch restorable.
+   */
+  private def checkDurable(state: RootState, batchId: Long): Unit = {
+    val version = batchId + 1
+    val missing = state.storesBehind(version).filterNot(dir => ownFileOf(state.root, dir, version))
+    if (missing.nonEmpty) throw new StateNotDurableException(notDurable(state.root, batchId, missing))
+  }
+
+  /** Whether store directory `dir` of `root` holds a file of its own of `version` (looked up only when not inline). */
+  private def ownFileOf(root: String, dir: String, version: Long): Boolean =
+    FileSystemOperations.listNames(new org.apache.hadoop.fs.Path(root, dir), hadoopConf)
+      .exists(n => StateFileNaming.versionOf(n).exists(_.version == version))
+
   /**
    * Forgets a stopped query's inline state (it stays in its packs when persistent); state
-   * maintenance no longer touches the root.
+   * maintenance no longer touches the root. State whose pack write failed (the query failed
+   * with it) stays: Spark may not run that batch's tasks again (an exactly-once sink
+   * that committed it skips it), so the next run's commit of the batch packs it from here.
    */
   def release(root: String): Unit = lifecycle.synchronized {
+    committedRoots.remove(root)
+    backgroundWrites.forget(root)
+    val s = roots.get(root)
+    if (s != null) s.loaded match {
+      case Some(state) if state.persistent && state.packFailed && state.hasUnpacked =>
+        log.warn(s"The query of checkpoint $root stopped before its state of the last batch was packed: " +
+          "it is kept in the driver until the query's next commit packs it")
+      case loaded =>
+        roots.remove(root, s)
+        loaded.foreach(state => held.release(state.release()))
+    }
+  }
+
+  /** Forgets everything of `root` held in heap, packed or not: its checkpoint is being deleted. */
+  def discard(root: String): Unit = lifecycle.synchronized {
     committedRoots.remove(root)
     backgroundWrites.forget(root)
     val s = roots.remove(root)
@@ -257,6 +333,19 @@ object CheckpointCoordinator {
   private[coordinator] val log = LoggerFactory.getLogger(classOf[CheckpointCoordinator])
 
   /** Why the state of checkpoint `root`, whose marker says it did not persist, cannot be read. */
+  /** Why batch `batchId` of `root` cannot commit: `stores` hold no state of its version. */
+  def notDurable(root: String, batchId: Long, stores: Seq[String]): String = {
+    val version = batchId + 1
+    val named = stores.sorted.take(3).mkString(", ") + (if (stores.size > 3) s" and ${stores.size - 3} more" else "")
+    s"Batch $batchId of the streaming query with checkpoint $root cannot commit: its state is not durable. " +
+      s"The state stores $named hold no state of version $version (the batch's), neither inline in the " +
+      s"driver or a pack nor as a file of their own, while they hold version ${version - 1}. Their tasks " +
+      "did not run again after the batch's state was lost before it was durable (the driver that held it " +
+      "stopped or died, and an exactly-once sink such as the file sink skips a batch it already committed). " +
+      s"Committing would lose that state for good; the checkpoint's last complete batch stays ${batchId - 1}. " +
+      "Restart the query from a savepoint, or on a new checkpoint location."
+  }
+
   def stateGone(root: String): String =
     s"The state of the streaming query with checkpoint $root " +
       "was kept in the heap of the driver only (DriverCheckpointStorage without a checkpoint " +

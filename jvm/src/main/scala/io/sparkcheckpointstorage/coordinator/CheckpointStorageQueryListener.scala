@@ -29,6 +29,7 @@ class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryList
       // Stopped by the user (no exception): the cancellation DELETE_ON_CANCELLATION is about.
       if (event.exception.isEmpty && deleteOnCancellation) roots.foreach { root =>
         coordinator.cancelPackCleanup(root)
+        coordinator.discard(root)
         FileSystemOperations.deleteRecursively(new Path(root), coordinator.hadoopConf)
         CheckpointCoordinator.log.info(s"Deleted the checkpoint $root of stopped query ${event.id} " +
           s"($DeleteOnCancellation)")

@@ -7,6 +7,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.layout.CheckpointPaths
+import io.sparkcheckpointstorage.monitoring.PackedBatch
 import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackIndex}
 
 /** An inline file: bytes in heap (null once released to its pack), and its pack once packed. */
@@ -43,6 +44,14 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
    * number of partitions times retained versions, with this root's lock held.
    */
   private val byDir = mutable.HashMap[String, mutable.HashSet[String]]()
+  /**
+   * The newest store version of the inline files of each directory: a batch's commit checks
+   * that every store holding the version before it wrote the batch's ([[storesBehind]]),
+   * without a scan of every file.
+   */
+  private val newestByDir = mutable.HashMap[String, Long]()
+  /** What packs written before the batch's commit ([[packedEarly]]) took, for the commit to report. */
+  private var earlyPacked: Option[PackedBatch] = None
   private val pendingPuts = mutable.LinkedHashSet[String]()
   private val pendingDeletes = mutable.LinkedHashSet[String]()
   /** Pack sequence number -> (path, relPaths whose durable copy it holds). */
@@ -51,6 +60,13 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
 
   /** Serializes this root's pack writes (held during their I/O, never by a request). */
   val commitLock = new Object
+  /**
+   * Whether a failed pack write (of this driver, or of one before it: set on restore) may have
+   * left a temporary file under the packs; the next pack written has them deleted.
+   */
+  @volatile var mayHaveLeftovers = false
+  /** Whether the last pack write failed: its changes are pending again, for the next commit to pack. */
+  @volatile var packFailed = false
   /** Whether the checkpoint marker is on disk (written before the first commit). */
   @volatile var markerWritten = false
 
@@ -88,6 +104,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
           names -= rel
           if (names.isEmpty) byDir.remove(dir)
         }
+        if (CheckpointPaths.stateVersionOf(rel).exists(v => newestByDir.get(dir).contains(v))) renewNewest(dir)
         unlinkFromPack(rel, f)
         pendingPuts -= rel
         if (persistent) pendingDeletes += rel
@@ -115,7 +132,42 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   }
 
   private def store(rel: String, f: InlineFile): Unit = {
-    if (files.put(rel, f).isEmpty) byDir.getOrElseUpdate(CheckpointPaths.dirOf(rel), mutable.HashSet[String]()) += rel
+    val dir = CheckpointPaths.dirOf(rel)
+    if (files.put(rel, f).isEmpty) byDir.getOrElseUpdate(dir, mutable.HashSet[String]()) += rel
+    CheckpointPaths.stateVersionOf(rel).foreach { v =>
+      if (newestByDir.get(dir).forall(_ < v)) newestByDir(dir) = v
+    }
+  }
+
+  /** The newest version of `dir`'s inline files again, after one of them went. */
+  private def renewNewest(dir: String): Unit = {
+    val versions = byDir.get(dir).iterator.flatten.flatMap(CheckpointPaths.stateVersionOf)
+    if (versions.hasNext) newestByDir(dir) = versions.max else newestByDir.remove(dir)
+  }
+
+  /**
+   * The store directories whose newest inline file is of `version - 1`: a batch committing
+   * `version` wrote a file of it in each, inline (then it would be the newest) or as a file of
+   * its own.
+   */
+  def storesBehind(version: Long): Seq[String] = synchronized {
+    newestByDir.iterator.collect { case (dir, v) if v == version - 1 => dir }.toVector
+  }
+
+  /** Whether this root holds changes no pack holds yet. */
+  def hasUnpacked: Boolean = synchronized(pendingPuts.nonEmpty || pendingDeletes.nonEmpty)
+
+  /** A pack written before its batch's commit took `packed`; the commit reports it ([[takeEarlyPacked]]). */
+  def packedEarly(packed: Option[PackedBatch]): Unit = synchronized {
+    earlyPacked = (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files, b.packName))
+  }
+
+  /** What the batch's packs took: those written before its commit, then `packed`, the commit's own. */
+  def takeEarlyPacked(packed: Option[PackedBatch]): Option[PackedBatch] = synchronized {
+    val all = (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files,
+      if (b.packName.nonEmpty) b.packName else a.packName))
+    earlyPacked = None
+    all
   }
 
   /** Marks the root released (its query stopped); returns the heap bytes it held. */
@@ -128,6 +180,15 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     if (f.packSeq >= 0) packs.get(f.packSeq).foreach(_._2 -= rel)
 
   def lastPackSeq: Option[Long] = synchronized(packs.lastOption.map(_._1))
+
+  /**
+   * Packs on disk this root did not know it wrote (a write whose answer was lost): every file
+   * they hold is written again by the next pack, so they hold nothing live and are deleted in
+   * their turn, oldest first, like any obsolete pack.
+   */
+  def supersededPacks(found: Seq[(Long, Path)]): Unit = synchronized {
+    found.foreach { case (seq, path) => if (!packs.contains(seq)) packs(seq) = (path, mutable.HashSet[String]()) }
+  }
 
   /** The changes since the last pack, to be written as the next one; they stop being pending. */
   def takePending(): PendingPack = synchronized {
@@ -207,6 +268,7 @@ private[coordinator] object RootState {
   def load(root: String, keepInHeap: Boolean, storage: String, conf: Configuration): RootState = {
     val state = new RootState(root, persistent = true, keepInHeap, storage)
     state.markerWritten = true
+    state.mayHaveLeftovers = true
     val packs = CheckpointPacks.read(root, state.queryId(conf), conf).packs
     packs.foreach(p => state.replay(p.seq, p.path, p.index))
     CheckpointCoordinator.log.info(s"Restored ${state.fileCount} inline state files of $root from ${packs.size} packs")

@@ -61,6 +61,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf,
           background = asyncStateWrites && TaskContext.get() != null && StateFileNaming.writableInBackground(rel))
       case _ =>
+        CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
         CheckpointPaths.commit(qualified(p)) match {
           case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
             val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
@@ -75,9 +76,24 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
               case Some(monitor) => new CommitLogEntryStream(out, () => monitor.batchCommitting(root, batch, packed))
               case None => out
             }
-          case _ => FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
+          case _ =>
+            beforeQueryWritesOutside(qualified(p))
+            FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
         }
     }
+
+  /**
+   * A file the driver writes through a file manager on a query's thread, outside the query's
+   * checkpoint, is an exactly-once sink's log (the file sink's `_spark_metadata/<batch>`):
+   * once it is written, Spark never runs the batch's tasks again, so the query's inline state
+   * is made durable first. Inside the checkpoint, only the query's own logs are written there.
+   */
+  private def beforeQueryWritesOutside(p: Path): Unit = if (TaskContext.get() == null) {
+    StorageCheckpointFileManager.queryRootOfThread.foreach { root =>
+      if (!p.toString.startsWith(root + "/")) CheckpointCoordinator.driverInstance.foreach(
+        _.beforeSinkCommit(root, StorageCheckpointFileManager.batchOfLogFile(p.getName).getOrElse(-1L)))
+    }
+  }
 
   override def open(p: Path): FSDataInputStream = {
     val inline = CheckpointPaths.splitState(qualified(p)).flatMap { case (root, rel) =>
@@ -93,6 +109,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // Spark lists the commit and offset logs on the driver before a query's first batch: the
     // moment to read a restarted query's packs, on the query's thread rather than the RPC's.
     CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
+      StorageCheckpointFileManager.queryThreadOf(root)
       CheckpointCoordinator.driverInstance.foreach(_.prepare(root))
     }
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
@@ -170,6 +187,27 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     CheckpointMonitor.driverInstance.foreach(_.queryStarting(root, settings, cachedStorage.toString))
     mkdirs(path)
     path
+  }
+}
+
+object StorageCheckpointFileManager {
+  /**
+   * The checkpoint root of the query whose thread this is, on the driver: Spark's query thread
+   * lists and writes the query's offset and commit logs through the file manager, and runs its
+   * sink, whose own log a different file manager writes (see `beforeQueryWritesOutside`).
+   */
+  private val queryRoot = new ThreadLocal[String]
+
+  private def queryThreadOf(root: String): Unit = if (TaskContext.get() == null) queryRoot.set(root)
+
+  private def queryRootOfThread: Option[String] = Option(queryRoot.get)
+
+  private val LogFile = """^(\d+)(?:\.compact)?$""".r
+
+  /** The batch of a metadata log's file (`<batch>` or `<batch>.compact`). */
+  private def batchOfLogFile(name: String): Option[Long] = name match {
+    case LogFile(b) => Some(b.toLong)
+    case _ => None
   }
 }
 

@@ -48,6 +48,22 @@ final class PackCleaner(hadoopConf: Configuration) {
       case _: TimeoutException => false
     }
 
+  /**
+   * Deletes, in the background, the hidden temporary files that failed writes of packs up to
+   * `upTo` left under `root`'s packs (a lost answer, a crash between write and rename). They
+   * never shadow a pack (readers take `<n>.pack` only), but they take space. A failed delete
+   * is logged and left for the next pass.
+   */
+  def removeLeftovers(root: String, upTo: Long): Unit = executor.execute { () =>
+    try {
+      val dir = PackDirectory.dir(root)
+      FileSystemOperations.listNames(dir, hadoopConf).filter(n => StatePack.leftoverSeq(n).exists(_ <= upTo))
+        .foreach(n => FileSystemOperations.delete(new Path(dir, n), hadoopConf))
+    } catch {
+      case NonFatal(e) => log.warn(s"Could not delete the leftovers of failed pack writes of $root: $e")
+    }
+  }
+
   /** Forgets `root`'s queue: its checkpoint is being deleted as a whole. */
   def forget(root: String): Unit = queues.synchronized(queues.remove(root))
 

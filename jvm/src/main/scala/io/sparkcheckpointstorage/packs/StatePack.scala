@@ -50,6 +50,14 @@ object StatePack {
     case _ => None
   }
 
+  private val Leftover = """^\.(\d+)\.pack\..+\.tmp$""".r
+
+  /** The pack number of a temporary file a failed atomic write of a pack left behind. */
+  def leftoverSeq(fileName: String): Option[Long] = fileName match {
+    case Leftover(n) => Some(n.toLong)
+    case _ => None
+  }
+
   /** Writes a pack; returns its index (offsets in the written file). */
   def write(out: OutputStream, batchId: Long, queryId: String,
       files: Seq[(String, Array[Byte])], deleted: Seq[String]): PackIndex = {

@@ -176,7 +176,8 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.beforeCommit(root, 0)
     assert(c.handle(DeleteInline(root, "state/0/1/1.heap-delta")) == Done)
     assert(c.handle(put(root, "state/0/1/3.heap-delta", "fff")) == Done)
-    c.beforeCommit(root, 1)
+    // Batch 2 commits version 3; the stores that hold version 1 only are not behind it.
+    c.beforeCommit(root, 2)
     val after = Set("state/0/1/2.heap-delta" -> 2L, "state/0/1/3.heap-delta" -> 3L)
     assert(listing(c, "state/0/1") == after)
     // A restarted driver rebuilds the same listing from the packs.
@@ -196,6 +197,70 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     assert(new File(dir, "state-packs").delete())
     c.beforeCommit(root, 0)
     assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/0/1.heap-delta").contains("v1"))
+  }
+
+  test("a query that stops after a failed pack write leaves its unpacked state for the next run's commit") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    c.beforeCommit(root, 0)
+    c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
+    Files.write(new File(dir, "state-packs/2.pack").toPath, Array[Byte](1))  // pack 2 exists: its write fails
+    intercept[java.io.IOException](c.beforeCommit(root, 1))
+    assert(c.queryTerminated("q") == Seq(root))
+    assert(c.heldInlineBytes == 2, "the unpacked state is still held")
+    // The next run's tasks send nothing (an exactly-once sink skips the batch it committed):
+    // its commit packs what the failed one could not.
+    assert(new File(dir, "state-packs/2.pack").delete())
+    c.beforeCommit(root, 1)
+    assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/0/2.heap-delta").contains("v2"))
+    assert(c.queryTerminated("q") == Seq(root))
+    assert(c.heldInlineBytes == 0 && c.knownRoots.isEmpty)
+  }
+
+  test("a commit whose stores hold no state of its version is refused, naming the batch and the stores") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    Seq(0, 1).foreach(p => c.handle(put(root, s"state/0/$p/1.heap-delta", "v1")))
+    c.beforeCommit(root, 0)
+    // A new driver: batch 1's tasks ran in the old one, which died before packing their state.
+    val restarted = new CheckpointCoordinator(conf, Long.MaxValue)
+    restarted.handle(put(root, "state/0/0/2.heap-delta", "v2"))
+    val e = intercept[StateNotDurableException](restarted.beforeCommit(root, 1))
+    assert(e.getMessage.contains("Batch 1 of the streaming query with checkpoint " + root + " cannot commit"))
+    assert(e.getMessage.contains("state/0/1 hold no state of version 2"))
+    assert(e.getMessage.contains("last complete batch stays 0"))
+    assert(!e.getMessage.contains("state/0/0 "))
+    // A store whose version is a file of its own is durable: the commit goes through.
+    new File(dir, "state/0/1").mkdirs()
+    Files.write(new File(dir, "state/0/1/2.heap-delta").toPath, Array[Byte](1))
+    assert(restarted.beforeCommit(root, 1).map(_.files.map(_._1)).contains(Seq("state/0/0/2.heap-delta")))
+  }
+
+  test("a pack written before a sink's commit is reported with the batch's commit, and leftovers of failed writes go") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    new File(dir, "state-packs").mkdirs()
+    val leftover = new File(dir, "state-packs/.1.pack.0b8e2c1e-tmp.tmp")
+    Files.write(leftover.toPath, Array[Byte](1))
+    c.beforeCommit(root, 0)
+    c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
+    c.beforeSinkCommit(root, 1)
+    assert(new File(dir, "state-packs/2.pack").exists(), "the sink's commit waits for the pack")
+    val packed = c.beforeCommit(root, 1)
+    assert(packed.map(p => (p.files.map(_._1), p.packName)).contains((Seq("state/0/0/2.heap-delta"), "2.pack")))
+    assert(!new File(dir, "state-packs/3.pack").exists())
+    // Restored, the root's next pack has the leftovers deleted.
+    val restarted = new CheckpointCoordinator(conf, Long.MaxValue)
+    restarted.handle(put(root, "state/0/0/3.heap-delta", "v3"))
+    restarted.beforeCommit(root, 2)
+    assert(restarted.awaitPackCleanup(60000))
+    assert(!leftover.exists())
+    assert(new File(dir, "state-packs/3.pack").exists())
   }
 
   test("several queries committing and restoring at once: each batch's state is restorable when its commit returns") {

@@ -1,0 +1,114 @@
+"""The driver of tests/test_storage_faults.py, one Spark application a run: a ``dropDuplicates``
+into the parquet sink (an exactly-once sink: Spark never runs a batch again once it committed
+it), its checkpoint and storage on the fault-injecting file system (support/faults.py).
+
+``phase: "faults"``: for every scenario, two checkpoints. Each runs three batches, then the
+scenario's fault is armed and the fourth batch must fail. Checkpoint ``same-app`` is restarted
+in this application (the failed batch again, one more); ``new-app`` is left for the next.
+``phase: "resume"``: every checkpoint resumes in this (new) application and runs one more batch.
+After each run the sink's rows are compared with the batch computation of its input. Prints
+one JSON line per run: {"scenario", "checkpoint", "step", "error", "keys", "expected"}."""
+import json
+import os
+import re
+import sys
+
+from pyspark.sql import SparkSession
+
+from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from support.faults import Faults, uri  # noqa: E402
+
+SCHEMA = "k long, v long"
+
+
+def rows_of(batch):
+    """Input file ``batch``: 20 keys, half of them new."""
+    return [(k, batch) for k in range(batch * 10, batch * 10 + 20)]
+
+
+class Query:
+    def __init__(self, spark, folder, faults):
+        self.spark, self.folder, self.faults = spark, folder, faults
+        self.source = os.path.join(folder, "source")
+        self.sink = os.path.join(folder, "sink")
+        self.checkpoint = uri(os.path.join(folder, "checkpoint"))
+        os.makedirs(self.source, exist_ok=True)
+
+    def add_input(self):
+        batch = len([f for f in os.listdir(self.source) if f.startswith("in-")])
+        self.spark.createDataFrame(rows_of(batch), SCHEMA).coalesce(1).write.parquet(
+            os.path.join(self.source, "in-%d" % batch))
+
+    def run(self, new_inputs):
+        """Runs the query until it has processed every input; returns the error, if any."""
+        query = (self.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+                 .option("recursiveFileLookup", "true").parquet(self.source)
+                 .dropDuplicates(["k"]).writeStream.format("parquet").option("path", self.sink)
+                 .option("checkpointLocation", self.checkpoint).start())
+        try:
+            query.processAllAvailable()
+            for _ in range(new_inputs):
+                self.add_input()
+                query.processAllAvailable()
+            return None
+        except Exception as e:  # the fault, or what a lost state would give
+            return str(e).split("\n")[0][:2000]
+        finally:
+            query.stop()
+
+    def check(self):
+        """(keys in the sink, each once; the batch computation's keys)."""
+        inputs = len([f for f in os.listdir(self.source) if f.startswith("in-")])
+        expected = sorted({k for b in range(inputs) for k, _ in rows_of(b)})
+        if not os.path.exists(os.path.join(self.sink, "_spark_metadata")):
+            return [], expected
+        got = [r.k for r in self.spark.read.schema(SCHEMA).parquet(self.sink).select("k").collect()]
+        return sorted(got), expected
+
+
+def main(spec_path):
+    with open(spec_path) as f:
+        spec = json.load(f)
+    faults = Faults(spec["faults"])
+    builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.streaming.checkpointStorage", spec["storage"])
+               .config("spark.sql.streaming.checkpointStorage.checkpointPath",
+                       uri(os.path.join(spec["base"], "storage"))))
+    for key, value in faults.spark_conf().items():
+        builder = builder.config(key, value)
+    spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
+
+    def report(scenario, checkpoint, step, error, query):
+        keys, expected = query.check()
+        print(json.dumps({"scenario": scenario, "checkpoint": checkpoint, "step": step,
+                          "error": error, "keys": keys, "expected": expected}), flush=True)
+
+    for scenario in spec["scenarios"]:
+        threshold = "spark.sql.streaming.checkpointStorage.fileStateSizeThreshold"
+        if spec["storage"] == "filesystem" and "threshold" in scenario:
+            spark.conf.set(threshold, scenario["threshold"])
+        else:
+            spark.conf.unset(threshold)
+        for checkpoint in ("same-app", "new-app"):
+            query = Query(spark, os.path.join(spec["base"], scenario["name"], checkpoint), faults)
+            if spec["phase"] == "faults":
+                first = scenario.get("first_batch_fails", False)
+                if not first:
+                    report(scenario["name"], checkpoint, "before", query.run(3), query)
+                # The rules name this checkpoint's files: each checkpoint meets its own fault.
+                folder = re.escape(os.path.join(spec["base"], scenario["name"], checkpoint))
+                faults.arm(*[r.replace("{cp}", folder) for r in scenario["rules"]])
+                report(scenario["name"], checkpoint, "fault", query.run(1), query)
+                faults.disarm()
+                if checkpoint == "same-app":
+                    report(scenario["name"], checkpoint, "restart", query.run(1), query)
+            else:
+                report(scenario["name"], checkpoint, "resume", query.run(1), query)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,73 @@
+"""State survives storage faults: a file system that fails one operation, before acting or
+after acting with its answer lost, never costs a batch's state. Each fault fails the batch
+it hits; the query restarted in the same application and in a new one gives exactly the
+batch computation's results (support/fault_queries.py runs the queries)."""
+import json
+import os
+
+import pytest
+
+from conftest import Subprocess, assert_ok
+
+PACK = r"{cp}/checkpoint/state-packs/\.?4\.pack.*"
+#: the fault of each scenario, on the fourth batch's files (the first three commit packs 1-3)
+PACK_SCENARIOS = [
+    {"name": "pack-create-before", "rules": ["create before " + PACK]},
+    {"name": "pack-close-before", "rules": ["close before " + PACK]},
+    {"name": "pack-close-after", "rules": ["close after " + PACK]},
+    {"name": "pack-rename-before", "rules": ["rename before " + PACK]},
+    {"name": "pack-rename-after", "rules": ["rename after " + PACK]},
+    {"name": "marker-create-before", "first_batch_fails": True,
+     "rules": [r"create before {cp}/checkpoint/\.?checkpoint-storage.*"]},
+]
+#: state files of their own (the file system storage, every file over the threshold of 0)
+OWN_FILE = r"{cp}/checkpoint/state/0/1/\.?4\.heap-delta.*"
+OWN_FILE_SCENARIOS = [
+    {"name": "own-file-create-before", "threshold": "0", "rules": ["create before " + OWN_FILE]},
+    {"name": "own-file-close-after", "threshold": "0", "rules": ["close after " + OWN_FILE]},
+    {"name": "own-file-rename-after", "threshold": "0", "rules": ["rename after " + OWN_FILE]},
+]
+
+
+def run_phase(tmp_path, storage, phase, scenarios):
+    spec = {"base": str(tmp_path / "runs"), "faults": str(tmp_path / "faults"), "storage": storage,
+            "phase": phase, "scenarios": scenarios}
+    spec_path = tmp_path / ("spec-%s.json" % phase)
+    spec_path.write_text(json.dumps(spec))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    result = Subprocess(tmp_path).python(
+        "import sys; sys.path.insert(0, %r)\nfrom support import fault_queries\nfault_queries.main(%r)\n"
+        % (tests, str(spec_path)), timeout=900)
+    (tmp_path / ("stderr-%s.txt" % phase)).write_text(result.stderr)
+    out = assert_ok(result)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("storage", ["filesystem", "driver"])
+def test_a_failed_or_unanswered_write_never_loses_state(tmp_path, storage):
+    scenarios = PACK_SCENARIOS + (OWN_FILE_SCENARIOS if storage == "filesystem" else [])
+    runs = run_phase(tmp_path, storage, "faults", scenarios)
+    runs += run_phase(tmp_path, storage, "resume", scenarios)
+    by_step = {(r["scenario"], r["checkpoint"], r["step"]): r for r in runs}
+    injected = (tmp_path / "faults" / "injected.log").read_text().splitlines()
+    for s in scenarios:
+        for checkpoint in ("same-app", "new-app"):
+            fault = by_step[(s["name"], checkpoint, "fault")]
+            # The fault failed the batch it hit (a task's, in Spark's words: the commit failed).
+            assert fault["error"], (s["name"], checkpoint)
+            if not s["name"].startswith("own-file"):
+                assert "Injected fault" in fault["error"], (s["name"], checkpoint, fault["error"])
+            steps = ["restart", "resume"] if checkpoint == "same-app" else ["resume"]
+            for step in steps:
+                r = by_step[(s["name"], checkpoint, step)]
+                assert r["error"] is None, (s["name"], checkpoint, step, r["error"])
+                # Every key once, none missing: no state lost, none applied twice.
+                assert r["keys"] == r["expected"], (s["name"], checkpoint, step)
+        folder = str(tmp_path / "runs" / s["name"])
+        assert sum(1 for line in injected if folder + "/" in line) == 2, s["name"]
+    # A half-written or unanswered pack never shadows a real one: every pack reads.
+    for s in scenarios:
+        packs = tmp_path / "runs" / s["name"] / "same-app" / "checkpoint" / "state-packs"
+        if packs.exists():
+            names = sorted(os.listdir(packs))
+            assert not [n for n in names if n.endswith(".tmp")], (s["name"], names)
