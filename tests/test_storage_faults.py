@@ -29,9 +29,10 @@ OWN_FILE_SCENARIOS = [
 ]
 
 
-def run_phase(tmp_path, storage, phase, scenarios):
+def run_phase(tmp_path, storage, phase, scenarios, **extra):
     spec = {"base": str(tmp_path / "runs"), "faults": str(tmp_path / "faults"), "storage": storage,
             "phase": phase, "scenarios": scenarios}
+    spec.update(extra)
     spec_path = tmp_path / ("spec-%s.json" % phase)
     spec_path.write_text(json.dumps(spec))
     tests = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +40,7 @@ def run_phase(tmp_path, storage, phase, scenarios):
         "import sys; sys.path.insert(0, %r)\nfrom support import fault_queries\nfault_queries.main(%r)\n"
         % (tests, str(spec_path)), timeout=900)
     (tmp_path / ("stderr-%s.txt" % phase)).write_text(result.stderr)
+    (tmp_path / ("stdout-%s.txt" % phase)).write_text(result.stdout)
     out = assert_ok(result)
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
@@ -71,3 +73,27 @@ def test_a_failed_or_unanswered_write_never_loses_state(tmp_path, storage):
         if packs.exists():
             names = sorted(os.listdir(packs))
             assert not [n for n in names if n.endswith(".tmp")], (s["name"], names)
+
+
+def test_random_faults_lose_nothing_with_either_storage_nor_with_sparks_default_provider(tmp_path):
+    """1% of every operation on the checkpoints fails at random (before acting, or after acting
+    with the answer lost) for a whole run of an aggregation and a deduplication, restarted
+    whenever they die. Spark's default provider on Spark's file manager, in the same run, is
+    the anchor: both must end exact."""
+    runs = run_phase(tmp_path, "filesystem", "random", [], variants=["filesystem", "hdfs"],
+                     inputs=10, share="0.01", seed=11, max_restarts=60)
+    (tmp_path / "driver").mkdir()
+    runs += run_phase(tmp_path / "driver", "driver", "random", [], variants=["driver"],
+                      inputs=10, share="0.01", seed=11, max_restarts=60)
+    assert len(runs) == 6, runs
+    for r in runs:
+        assert r["restarts"] <= 60, r
+        assert r["exact"], r
+    injected = (tmp_path / "faults" / "injected.log").read_text().splitlines()
+    injected += (tmp_path / "driver" / "faults" / "injected.log").read_text().splitlines()
+    for variant in ("filesystem", "hdfs", "driver"):
+        met = [line for line in injected if "/runs/%s/" % variant in line]
+        assert met, "no fault met the %s runs" % variant
+    print("\n".join("%s %s: %d faults met, %d restarts, %d batches" % (
+        r["variant"], r["query"], sum(1 for l in injected if "/runs/%s/%s/" % (r["variant"], r["query"]) in l),
+        r["restarts"], r["batches"]) for r in runs))

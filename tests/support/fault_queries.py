@@ -6,6 +6,10 @@ it), its checkpoint and storage on the fault-injecting file system (support/faul
 scenario's fault is armed and the fourth batch must fail. Checkpoint ``same-app`` is restarted
 in this application (the failed batch again, one more); ``new-app`` is left for the next.
 ``phase: "resume"``: every checkpoint resumes in this (new) application and runs one more batch.
+``phase: "random"``: a share of every operation on the checkpoints fails at random for a whole
+run of an aggregation and a deduplication, each restarted (in this application) whenever it
+dies, with our provider and storage or Spark's default provider and file manager (the anchor);
+prints one JSON line per run: {"variant", "query", "restarts", "exact", "batches"}.
 After each run the sink's rows are compared with the batch computation of its input. Prints
 one JSON line per run: {"scenario", "checkpoint", "step", "error", "keys", "expected"}."""
 import json
@@ -68,6 +72,57 @@ class Query:
         return sorted(got), expected
 
 
+HDFS_BACKED = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
+def random_run(spark, faults, folder, variant, query_kind, inputs, share, seed, max_restarts):
+    """One query over ``inputs`` files under random faults, restarted until it processed them
+    all; the state (aggregation) or the sink (deduplication) is then compared with the batch
+    computation."""
+    from pyspark.sql import functions as F
+    source = os.path.join(folder, "source")
+    sink = os.path.join(folder, "sink")
+    checkpoint = uri(os.path.join(folder, "checkpoint"))
+    for b in range(inputs):
+        spark.createDataFrame(rows_of(b), SCHEMA).coalesce(1).write.parquet(os.path.join(source, "in-%d" % b))
+    faults.arm("random %s %d before,after %s/checkpoint.*" % (share, seed, re.escape(folder)))
+    restarts, errors = 0, []
+    while True:
+        stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+                  .option("recursiveFileLookup", "true").parquet(source))
+        if query_kind == "aggregation":
+            writer = (stream.groupBy("k").agg(F.count("*").alias("n")).writeStream
+                      .outputMode("update").format("noop"))
+        else:
+            writer = stream.dropDuplicates(["k"]).writeStream.format("parquet").option("path", sink)
+        try:
+            query = writer.option("checkpointLocation", checkpoint).start()
+            try:
+                query.processAllAvailable()
+            finally:
+                query.stop()
+            break
+        except Exception as e:
+            restarts += 1
+            errors.append(str(e).split("\n")[0][:300])
+            if restarts > max_restarts:
+                break
+    faults.disarm()
+    expected_counts = {}
+    for b in range(inputs):
+        for k, _ in rows_of(b):
+            expected_counts[k] = expected_counts.get(k, 0) + 1
+    if query_kind == "aggregation":
+        got = {r.key[0]: r.value[0] for r in spark.read.format("statestore").load(checkpoint).collect()}
+        exact = got == expected_counts
+    else:
+        keys = sorted(r.k for r in spark.read.schema(SCHEMA).parquet(sink).select("k").collect())
+        exact = keys == sorted(expected_counts)
+    commits = [n for n in os.listdir(os.path.join(folder, "checkpoint", "commits")) if n.isdigit()]
+    return {"variant": variant, "query": query_kind, "restarts": restarts, "exact": exact,
+            "batches": len(commits), "errors": errors[-5:]}
+
+
 def main(spec_path):
     with open(spec_path) as f:
         spec = json.load(f)
@@ -86,6 +141,17 @@ def main(spec_path):
         print(json.dumps({"scenario": scenario, "checkpoint": checkpoint, "step": step,
                           "error": error, "keys": keys, "expected": expected}), flush=True)
 
+    if spec["phase"] == "random":
+        for variant in spec["variants"]:
+            if variant == "hdfs":
+                spark.conf.set("spark.sql.streaming.stateStore.providerClass", HDFS_BACKED)
+                spark.conf.unset("spark.sql.streaming.checkpointFileManagerClass")
+            for n, query_kind in enumerate(("aggregation", "deduplication")):
+                folder = os.path.join(spec["base"], variant, query_kind)
+                print(json.dumps(random_run(spark, faults, folder, variant, query_kind, spec["inputs"],
+                                            spec["share"], spec["seed"] + n, spec["max_restarts"])), flush=True)
+        spark.stop()
+        return
     for scenario in spec["scenarios"]:
         threshold = "spark.sql.streaming.checkpointStorage.fileStateSizeThreshold"
         if spec["storage"] == "filesystem" and "threshold" in scenario:

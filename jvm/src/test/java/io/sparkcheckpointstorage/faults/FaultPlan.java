@@ -30,7 +30,9 @@ import org.apache.hadoop.conf.Configuration;
  *   {@code before} (fail without acting), {@code after} (act, then fail: the answer is lost)
  *   or {@code stall=<ms>} (act after a pause), the regex must match the whole path, and
  *   times is how often it fires in all (default 1, {@code *} for always). Lines starting
- *   with {@code #} are comments.</li>
+ *   with {@code #} are comments. A line {@code random <share> <seed> <kinds> <path regex>}
+ *   fails that share of every operation on matching paths, in a kind drawn from the
+ *   comma-separated kinds, from the seed: the random plan below, armed from the file.</li>
  *   <li>{@code fs.faulty.random.probability} (0 to 1): that share of all operations on paths
  *   matching {@code fs.faulty.random.paths} (default: all) fails, in a kind drawn from
  *   {@code fs.faulty.random.kinds} (default {@code before,after}), from the seed
@@ -92,6 +94,11 @@ public final class FaultPlan {
   private long rulesStamp = Long.MIN_VALUE;
   private String rulesText = "";
   private List<Rule> rules = Collections.emptyList();
+  /** The rules file's random line: its share, draws, kinds and paths (no draws: none). */
+  private double fileProbability;
+  private Random fileRandom;
+  private List<Kind> fileKinds;
+  private Pattern filePaths;
 
   private FaultPlan(Configuration conf) {
     String file = conf.get("fs.faulty.rules.file", "");
@@ -145,6 +152,11 @@ public final class FaultPlan {
         record(op, kind, path);
         return new Fault(kind, 0L);
       }
+      if (fileRandom != null && filePaths.matcher(path).matches() && fileRandom.nextDouble() < fileProbability) {
+        Kind kind = fileKinds.get(fileRandom.nextInt(fileKinds.size()));
+        record(op, kind, path);
+        return new Fault(kind, 0L);
+      }
       return null;
     }
   }
@@ -164,6 +176,17 @@ public final class FaultPlan {
       if (!text.equals(rulesText)) {
         rules = parse(text);
         rulesText = text;
+        fileRandom = null;
+        for (String line : text.split("\n")) {
+          String[] f = line.trim().split("\\s+");
+          if (f.length == 5 && f[0].equals("random")) {
+            fileProbability = Double.parseDouble(f[1]);
+            fileRandom = new Random(Long.parseLong(f[2]));
+            fileKinds = new ArrayList<>();
+            for (String k : f[3].split(",")) fileKinds.add(parseKind(k));
+            filePaths = Pattern.compile(f[4]);
+          }
+        }
       }
       rulesStamp = stamp;
     }
@@ -199,7 +222,7 @@ public final class FaultPlan {
     String[] lines = text.split("\n");
     for (int i = 0; i < lines.length; i++) {
       String line = lines[i].trim();
-      if (line.isEmpty() || line.startsWith("#")) continue;
+      if (line.isEmpty() || line.startsWith("#") || line.startsWith("random ")) continue;
       String[] f = line.split("\\s+");
       if (f.length < 3 || f.length > 4) {
         throw new IllegalArgumentException("fault rule " + (i + 1) + " is not '<op> <kind> <path regex> [times]': " + line);
