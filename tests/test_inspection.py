@@ -386,3 +386,52 @@ def test_heap_only_state_that_is_gone_is_a_clear_error(spark, tmp_path):
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(CheckpointNotFoundException, match="No checkpoint at"):
         inspect_checkpoint(str(tmp_path / "nothing"))
+
+
+def test_a_checkpoint_missing_its_last_batchs_state_is_reported_and_repaired(spark, tmp_path):
+    """A pack deleted after its batch committed: the restart fails naming the batch, the
+    missing state and the last complete batch; ``inspect`` shows the same; ``repair`` brings
+    the checkpoint back to that batch, and the query runs the rest again from its source."""
+    from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
+    from spark_checkpoint_storage.inspection import repair_checkpoint
+    from support.aggregation import expected, run_aggregation, state_of
+
+    spark.conf.set("spark.sql.streaming.checkpointStorage", "filesystem")
+    spark.conf.set("spark.sql.streaming.checkpointStorage.checkpointPath", str(tmp_path / "cp"))
+    try:
+        checkpoint = run_aggregation(spark, tmp_path, batches=4)
+        packs = os.path.join(checkpoint, "state-packs")
+        os.remove(os.path.join(packs, max(os.listdir(packs), key=lambda n: int(n.split(".")[0]))))
+
+        with pytest.raises(Exception) as failed:
+            run_aggregation(spark, tmp_path, batches=1, start_batch=4)
+        error = convert_jvm_exception(failed.value)
+        assert isinstance(error, CorruptCheckpointException), failed.value
+        message = str(error)
+        assert "its commit log records batch 3, but the state of that batch is missing" in message
+        assert "hold no state of version 4" in message and "state/0/0" in message
+        assert "The last complete batch is 2" in message
+        assert "python -m spark_checkpoint_storage repair" in message
+
+        info = inspect_checkpoint(checkpoint)
+        assert info.result.last_committed_batch == 3 and info.result.last_complete_batch == 2
+        assert len(info.result.missing_state) == PARTITIONS
+        assert "state/0/0 version 4" in info.result.missing_state
+        assert "INCOMPLETE" in info.to_text()
+
+        dry = repair_checkpoint(checkpoint, dry_run=True)
+        assert dry.removed_batches == (3,) and dry.dry_run and dry.removed_state_files == 0
+        assert sorted(os.listdir(os.path.join(checkpoint, "commits"))) == ["0", "1", "2", "3"]
+        cli = subprocess.run([sys.executable, "-m", "spark_checkpoint_storage", "repair", checkpoint],
+                             capture_output=True, text=True, timeout=300)
+        assert cli.returncode == 0, cli.stderr[-3000:]
+        assert "batches 3 removed" in cli.stdout and "resumes after batch 2" in cli.stdout
+        assert [n for n in sorted(os.listdir(os.path.join(checkpoint, "commits"))) if n.isdigit()] == ["0", "1", "2"]
+        assert repair_checkpoint(checkpoint).removed_batches == ()
+
+        # Batch 3 runs again from the source (with the input added since), then one more.
+        run_aggregation(spark, tmp_path, batches=1, start_batch=5)
+        assert state_of(spark, checkpoint) == expected(6)
+    finally:
+        spark.conf.unset("spark.sql.streaming.checkpointStorage")
+        spark.conf.unset("spark.sql.streaming.checkpointStorage.checkpointPath")

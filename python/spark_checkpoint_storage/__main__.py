@@ -1,4 +1,4 @@
-"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo,inspect,savepoint,migrate}``."""
+"""Command line: ``python -m spark_checkpoint_storage {version,jar,demo,inspect,repair,savepoint,migrate}``."""
 import argparse
 import sys
 from typing import List, Optional
@@ -20,6 +20,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "pip install 'spark-checkpoint-storage[inspection]')")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of tables "
                          "(times as epoch milliseconds; the tables show local times)")
+    repair = sub.add_parser("repair", help="bring a stopped query's checkpoint whose last "
+                            "batches lack their state back to its last complete batch")
+    repair.add_argument("checkpoint", help="the query's checkpoint location")
+    repair.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     save = sub.add_parser("savepoint", help="copy a stopped query's checkpoint at its last "
                           "committed batch into a self-contained, relocatable savepoint")
     save.add_argument("checkpoint", help="the query's checkpoint location")
@@ -64,6 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return run_demo(batches=args.batches, partitions=args.partitions)
     if args.command == "inspect":
         return _inspect(args.checkpoint, args.plot, args.json)
+    if args.command == "repair":
+        return _repair(args.checkpoint, args.dry_run)
     if args.command == "savepoint":
         from spark_checkpoint_storage.errors import CheckpointStorageException
         from spark_checkpoint_storage.savepoints import savepoint
@@ -102,6 +108,29 @@ def main(argv: Optional[List[str]] = None) -> int:
                      result.seconds))
         return 0
     return 2
+
+
+def _repair(checkpoint: str, dry_run: bool) -> int:
+    """The ``repair`` command: what it did (or would do) on stdout, errors on stderr."""
+    from spark_checkpoint_storage.errors import CheckpointStorageException
+    from spark_checkpoint_storage.inspection import repair_checkpoint
+
+    try:
+        r = repair_checkpoint(checkpoint, dry_run=dry_run)
+    except CheckpointStorageException as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 1
+    if not r.removed_batches:
+        print("%s is complete: its last committed batch, %s, has all its state; nothing to repair"
+              % (r.checkpoint, "none" if r.last_committed_batch is None else r.last_committed_batch))
+        return 0
+    resumes = ("after batch %d" % r.last_complete_batch if (r.last_complete_batch or -1) >= 0
+               else "from its first batch")
+    print("%s %s: batches %s removed from the offset and commit logs, %d state files of their "
+          "versions deleted; the query resumes %s and runs the rest again from its source"
+          % ("would repair" if r.dry_run else "repaired", r.checkpoint,
+             ", ".join(str(b) for b in r.removed_batches), r.removed_state_files, resumes))
+    return 0
 
 
 def _inspect(checkpoint: str, plot: Optional[str], as_json: bool) -> int:

@@ -13,10 +13,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from spark_checkpoint_storage import jvm_names
 from spark_checkpoint_storage.errors import jvm_errors
 from spark_checkpoint_storage.jvm_names import jvm_class
-from spark_checkpoint_storage.results import InspectedBatch, InspectedStore, InspectionResult
+from spark_checkpoint_storage.results import InspectedBatch, InspectedStore, InspectionResult, RepairResult
 from spark_checkpoint_storage.session import checkpoint_location_and_session, jvm_and_hadoop_conf
 
-__all__ = ["CheckpointInspection", "MatplotlibNotInstalledError", "inspect_checkpoint"]
+__all__ = ["CheckpointInspection", "MatplotlibNotInstalledError", "inspect_checkpoint", "repair_checkpoint"]
 
 #: What installs the plot's dependency (matplotlib) along with the package.
 PLOT_INSTALL_COMMAND = "pip install 'spark-checkpoint-storage[inspection]'"
@@ -162,6 +162,7 @@ class CheckpointInspection(object):
             "last committed    %s" % ("-" if self.last_committed_batch is None else self.last_committed_batch),
             "uncommitted       %s" % (_ranges(self.uncommitted_batches) or "none"),
             "retained range    %s" % retained,
+            "last complete     %s" % self._completeness(),
             "state             %d files, %s inline, %s in files, %d packs"
             % (self.total_files, _size(self.total_inline_bytes), _size(self.total_file_bytes),
                len(self.result.packs)),
@@ -178,6 +179,16 @@ class CheckpointInspection(object):
         if self.result.packs:
             lines += ["", "packs", _text_table(self.packs)]
         return "\n".join(lines) + "\n"
+
+    def _completeness(self) -> str:
+        r = self.result
+        if r.last_complete_batch is None or r.last_complete_batch == r.last_committed_batch:
+            return "-" if r.last_complete_batch is None else str(r.last_complete_batch)
+        return ("%d: INCOMPLETE, batch %d's state is missing (%s); python -m spark_checkpoint_storage "
+                "repair brings the checkpoint back to batch %d"
+                % (r.last_complete_batch, r.last_committed_batch, ", ".join(r.missing_state[:3])
+                   + (" and %d more" % (len(r.missing_state) - 3) if len(r.missing_state) > 3 else ""),
+                   r.last_complete_batch))
 
     def plot(self, path: str) -> str:
         """
@@ -361,3 +372,34 @@ def inspect_checkpoint(query_or_checkpoint_location: Any) -> CheckpointInspectio
     jvm, conf = jvm_and_hadoop_conf(session)
     text = jvm_class(jvm, jvm_names.INSPECTOR_CLASS).inspectJson(location, conf)
     return CheckpointInspection(InspectionResult.from_json(text))
+
+
+@jvm_errors
+def repair_checkpoint(query_or_checkpoint_location: Any, dry_run: bool = False) -> RepairResult:
+    """
+    Brings a stopped query's checkpoint whose commit log names batches with missing state (a
+    pack deleted, a write lost by a fault) back to its last complete batch, the way Flink
+    restores its latest completed checkpoint: the offset and commit log entries of every later
+    batch are removed, newest first, and so are the state files of their versions. The query
+    then runs those batches again from its source. An exactly-once sink (the file sink, Delta)
+    skips the batches it already committed, so their state cannot be rebuilt and the query
+    refuses to commit them again; see "Repairing a checkpoint" in the operations guide.
+
+    Example:
+    ::
+
+        >>> from spark_checkpoint_storage.inspection import repair_checkpoint
+        >>> repair_checkpoint("/tmp/checkpoints/my-query", dry_run=True)  # doctest: +SKIP
+        RepairResult(checkpoint='file:/tmp/checkpoints/my-query', last_committed_batch=7,
+                     last_complete_batch=5, removed_batches=(6, 7), removed_state_files=4,
+                     dry_run=True)
+
+    :param query_or_checkpoint_location: a stopped ``StreamingQuery`` or a checkpoint location.
+    :param dry_run: only report what a repair would remove.
+    :return: the :class:`~spark_checkpoint_storage.results.RepairResult`.
+    :raises CheckpointNotFoundException: when there is no checkpoint at the location.
+    """
+    location, session = checkpoint_location_and_session(query_or_checkpoint_location)
+    jvm, conf = jvm_and_hadoop_conf(session)
+    text = jvm_class(jvm, jvm_names.REPAIR_CLASS).repairJson(location, dry_run, conf)
+    return RepairResult.from_json(text)

@@ -61,6 +61,7 @@ CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.CanonicalSavepoints"
 MIGRATION_CLASS = JVM_PACKAGE + ".migration.Migration"
 MIGRATION_PROGRESS_CLASS = JVM_PACKAGE + ".migration.MigrationProgress"
 INSPECTOR_CLASS = JVM_PACKAGE + ".inspection.CheckpointInspector"
+REPAIR_CLASS = JVM_PACKAGE + ".repair.CheckpointRepair"
 #: Writes the JVM's results as JSON and lists their fields (``schemaJson()``).
 RESULT_CODEC_CLASS = JVM_PACKAGE + ".results.ResultCodec"
 

@@ -35,7 +35,7 @@ from spark_checkpoint_storage.errors import ResultSchemaException
 __all__ = [
     "JvmResult", "InspectionResult", "InspectedStore", "InspectedPack", "InspectedBatch",
     "SavepointResult", "CanonicalSavepointResult", "CanonicalOperator", "CanonicalStore",
-    "MigrationResult", "MigratedOperator", "MigratedStore", "MigrationProgress",
+    "MigrationResult", "MigratedOperator", "MigratedStore", "MigrationProgress", "RepairResult",
     "RESULT_TYPES",
 ]
 
@@ -291,6 +291,11 @@ class InspectionResult(JvmResult):
     packs: Tuple[InspectedPack, ...]
     #: One per batch of the offset log.
     batches: Tuple[InspectedBatch, ...]
+    #: The last committed batch whose state every store holds (-1: none; None: nothing
+    #: committed). Below :attr:`last_committed_batch` when the checkpoint is incomplete.
+    last_complete_batch: Optional[int]
+    #: What the last committed batch misses, one ``"<store directory> version <v>"`` each.
+    missing_state: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -409,6 +414,35 @@ class CanonicalSavepointResult(JvmResult):
     bytes: int
     #: The time it took.
     seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RepairResult(JvmResult):
+    """
+    What :func:`~spark_checkpoint_storage.inspection.repair_checkpoint` did to a checkpoint
+    (or, with ``dry_run``, would do): the batches after its last complete batch removed from
+    its offset and commit logs, and the state files of their versions deleted.
+
+    Example:
+    ::
+
+        >>> r = RepairResult("file:/tmp/cp", 7, 5, (6, 7), 4, False)
+        >>> r.removed_batches, r.last_complete_batch
+        ((6, 7), 5)
+    """
+
+    #: The checkpoint's location, qualified.
+    checkpoint: str
+    #: The last batch of the commit log before the repair, or None.
+    last_committed_batch: Optional[int]
+    #: The last batch whose state every store holds (-1: none), or None.
+    last_complete_batch: Optional[int]
+    #: The batches removed from the offset and commit logs, ascending.
+    removed_batches: Tuple[int, ...]
+    #: The state files of the removed batches' versions, deleted.
+    removed_state_files: int
+    #: Whether nothing was changed (only reported).
+    dry_run: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -560,5 +594,5 @@ class MigrationProgress(JvmResult):
 RESULT_TYPES: Tuple[Type[JvmResult], ...] = (
     InspectionResult, InspectedStore, InspectedPack, InspectedBatch,
     SavepointResult, CanonicalSavepointResult, CanonicalOperator, CanonicalStore,
-    MigrationResult, MigratedOperator, MigratedStore, MigrationProgress,
+    MigrationResult, MigratedOperator, MigratedStore, MigrationProgress, RepairResult,
 )

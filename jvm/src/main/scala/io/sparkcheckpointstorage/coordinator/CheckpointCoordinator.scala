@@ -264,6 +264,19 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
       "(it stopped, or has not committed a batch since the driver started): state store maintenance " +
       s"leaves its state alone (${request.getClass.getSimpleName} refused).")
 
+  /** The checkpoint roots of queries that committed a batch in this driver and have not terminated. */
+  def runningRoots: Seq[String] = committedRoots.keySet.asScala.toSeq
+
+  /**
+   * The state directories of `root` that hold no state of `version`, the version the last
+   * committed batch wrote: neither inline (a pack, the driver) nor as a file of their own.
+   * Only stores with inline state are looked at, and only those whose newest inline file is
+   * older are listed on the file system: a query's start checks its commit log's last batch.
+   */
+  def storesWithout(root: String, version: Long): Seq[String] = stateOf(root).filter(_.persistent).toSeq.flatMap { state =>
+    state.storesOlderThan(version).filterNot(dir => ownFileOf(root, dir, version))
+  }
+
   /** The checkpoint roots whose inline state this coordinator holds. */
   def knownRoots: Seq[String] = roots.asScala.collect { case (root, s) if s.loaded.isDefined => root }.toSeq
 

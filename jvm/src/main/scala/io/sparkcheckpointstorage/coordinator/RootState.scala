@@ -154,6 +154,11 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
     newestByDir.iterator.collect { case (dir, v) if v == version - 1 => dir }.toVector
   }
 
+  /** The store directories whose newest inline file is older than `version`. */
+  def storesOlderThan(version: Long): Seq[String] = synchronized {
+    newestByDir.iterator.collect { case (dir, v) if v < version => dir }.toVector
+  }
+
   /** Whether this root holds changes no pack holds yet. */
   def hasUnpacked: Boolean = synchronized(pendingPuts.nonEmpty || pendingDeletes.nonEmpty)
 

@@ -13,10 +13,11 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Che
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.inspection.CheckpointInspector
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
 import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageOptions,
-  CheckpointStorageSettings, IllegalCheckpointStorageArgumentException}
+  CheckpointStorageSettings, CorruptCheckpointException, IllegalCheckpointStorageArgumentException}
 
 /**
  * The raw-bytes storage of checkpoints (Flink: `CheckpointStreamFactory`), set with
@@ -123,6 +124,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         case _ => Nil
       }
     }
+    if (dir.getName == CheckpointPaths.Commits) CheckpointPaths.logDirRoot(qualified(dir)).foreach(checkLastCommit(_, real))
     val inlineNames = inline.map(_.getPath.getName).toSet
     // The first listing of the logs after a start tells the batch the query restores from:
     // the commit log's last entry; none when the offset log is empty or absent (a new query,
@@ -133,6 +135,26 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
     real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
   }
+
+  /**
+   * The first listing of a query's commit log after it starts (on the driver) checks that the
+   * last committed batch's state is there: a checkpoint damaged by a fault nothing foresaw (a
+   * pack deleted, a lost write) fails the start naming the batch, the missing state, the last
+   * complete batch and the repair, instead of a task's missing-file error later.
+   */
+  private def checkLastCommit(root: String, listed: Array[FileStatus]): Unit =
+    if (TaskContext.get() == null && StorageCheckpointFileManager.startingRoots.remove(root)) {
+      val last = listed.map(_.getPath.getName).filter(n => n.nonEmpty && n.forall(_.isDigit)).map(_.toLong)
+      if (last.nonEmpty) CheckpointCoordinator.driverInstance.foreach { c =>
+        val batch = last.max
+        val missing = c.storesWithout(root, batch + 1)
+        if (missing.nonEmpty) {
+          val complete = CheckpointInspector.inspect(root, hadoopConf).lastCompleteBatch.getOrElse(-1L)
+          throw new CorruptCheckpointException(s"$root/${CheckpointPaths.commitEntry(batch)}",
+            StorageCheckpointFileManager.incomplete(root, batch, missing, complete))
+        }
+      }
+    }
 
   override def mkdirs(p: Path): Unit = {
     if (FileSystemOperations.isLocal(p)) Files.createDirectories(FileSystemOperations.localPath(p))
@@ -183,6 +205,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
     val settings = hadoopConf.iterator().asScala.map(e => e.getKey -> e.getValue).toSeq
     cachedStorage = CheckpointStorageSettings.validateForQuery(settings, root)
+    StorageCheckpointFileManager.startingRoots.add(root)
     cachedRoot = root
     CheckpointMonitor.driverInstance.foreach(_.queryStarting(root, settings, cachedStorage.toString))
     mkdirs(path)
@@ -203,6 +226,21 @@ object StorageCheckpointFileManager {
   private def queryRootOfThread: Option[String] = Option(queryRoot.get)
 
   private val LogFile = """^(\d+)(?:\.compact)?$""".r
+
+  /** Checkpoint roots of queries starting on this driver whose commit log is not yet checked. */
+  private val startingRoots = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
+  /** Why the query of `root` cannot start: batch `batch` committed, but `stores` lack its state. */
+  def incomplete(root: String, batch: Long, stores: Seq[String], lastComplete: Long): String = {
+    val version = batch + 1
+    val named = stores.sorted.take(3).mkString(", ") + (if (stores.size > 3) s" and ${stores.size - 3} more" else "")
+    s"The checkpoint $root is incomplete: its commit log records batch $batch, but the state of that batch " +
+      s"is missing: the state stores $named hold no state of version $version, neither in a pack nor as a " +
+      s"file of their own. The last complete batch is ${if (lastComplete < 0) "none" else lastComplete.toString}. " +
+      s"Run `python -m spark_checkpoint_storage repair $root` to bring the checkpoint back to it: the query " +
+      "then runs the later batches again from its source (an exactly-once sink skips those it committed; " +
+      "see \"Repairing a checkpoint\" in the operations guide)."
+  }
 
   /** The batch of a metadata log's file (`<batch>` or `<batch>.compact`). */
   private def batchOfLogFile(name: String): Option[Long] = name match {

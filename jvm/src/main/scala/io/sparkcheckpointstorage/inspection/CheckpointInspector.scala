@@ -72,9 +72,13 @@ object CheckpointInspector {
         files.filter(_.inline).map(_.length).sum, files.filterNot(_.inline).map(_.length).sum)
     }
 
+    val completeness = CheckpointCompleteness.of(committed, stores.map { case ((op, part, store), files) =>
+      CheckpointPaths.storeDir(op, part, store) -> files.map(_._2).toSeq }.toMap)
+
     InspectionResult(reader.root, text(CheckpointPaths.Metadata).flatMap(CheckpointPaths.queryIdOf),
       marker.map(_.storage), marker.map(_.persistent), committed, offsets.filterNot(committed.toSet), committed.lastOption,
-      storeRows, otherStateFiles.size, retained.headOption, retained.lastOption, packRows, batchRows)
+      storeRows, otherStateFiles.size, retained.headOption, retained.lastOption, packRows, batchRows,
+      if (committed.isEmpty) None else Some(completeness.lastComplete.getOrElse(-1L)), completeness.missing)
   }
 
   /** The smallest version from which every version up to the latest can be rebuilt. */

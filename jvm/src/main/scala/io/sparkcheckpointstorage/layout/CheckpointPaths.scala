@@ -100,6 +100,10 @@ object CheckpointPaths {
     case _ => None
   }
 
+  /** The directory of a store's state files, relative to the root (the default store's is its partition's). */
+  def storeDir(op: Int, partition: Int, store: String): String =
+    if (store == DefaultStore) s"$State/$op/$partition" else s"$State/$op/$partition/$store"
+
   /** The store version of a state file (any known provider's) at `rel`; None for other files. */
   def stateVersionOf(rel: String): Option[Long] =
     storeOf(rel).flatMap(s => StateFileNaming.versionOf(s._4)).map(_.version)

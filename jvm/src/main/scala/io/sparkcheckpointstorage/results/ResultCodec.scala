@@ -20,7 +20,7 @@ object ResultCodec {
   val Types: Seq[Class[_]] = Seq(classOf[InspectionResult], classOf[InspectedStore], classOf[InspectedPack],
     classOf[InspectedBatch], classOf[SavepointResult], classOf[CanonicalSavepointResult], classOf[CanonicalOperator],
     classOf[CanonicalStore], classOf[MigrationResult], classOf[MigratedOperator], classOf[MigratedStore],
-    classOf[MigrationProgress])
+    classOf[MigrationProgress], classOf[RepairResult])
 
   /** A result (or a manifest) as JSON. */
   def toJson(result: Product): String = mapper.writeValueAsString(result)

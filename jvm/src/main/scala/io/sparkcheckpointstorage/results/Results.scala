@@ -26,7 +26,15 @@ final case class InspectionResult(checkpoint: String, queryId: Option[String], s
     persistent: Option[Boolean], committedBatches: Seq[Long], uncommittedBatches: Seq[Long],
     lastCommittedBatch: Option[Long], stores: Seq[InspectedStore], otherStateFiles: Int,
     retainedFirstBatch: Option[Long], retainedLastBatch: Option[Long], packs: Seq[InspectedPack],
-    batches: Seq[InspectedBatch])
+    batches: Seq[InspectedBatch], lastCompleteBatch: Option[Long], missingState: Seq[String])
+
+/**
+ * What a repair of a checkpoint did, or would do with `dryRun`
+ * ([[io.sparkcheckpointstorage.repair.CheckpointRepair]]): the batches after the last complete
+ * one removed from the offset and commit logs, and the state files of their versions.
+ */
+final case class RepairResult(checkpoint: String, lastCommittedBatch: Option[Long], lastCompleteBatch: Option[Long],
+    removedBatches: Seq[Long], removedStateFiles: Int, dryRun: Boolean)
 
 /** A savepoint's `_savepoint` file, as written since the first savepoint. */
 final case class SavepointManifest(batchId: Long, queryId: Option[String], files: Int, bytes: Long, inlineFiles: Int,

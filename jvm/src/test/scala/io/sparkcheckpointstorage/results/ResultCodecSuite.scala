@@ -21,12 +21,13 @@ class ResultCodecSuite extends AnyFunSuite {
   /** One value of every result type, every optional field set. */
   private val samples: Seq[Product] = Seq(
     InspectionResult("file:/cp", Some("q"), Some("filesystem"), Some(true), Seq(0, 1), Seq(2), Some(1),
-      Seq(inspectedStore), 0, Some(0), Some(1), Seq(pack), Seq(batch)),
+      Seq(inspectedStore), 0, Some(0), Some(1), Seq(pack), Seq(batch), Some(1), Seq("state/0/1 version 3")),
     inspectedStore, pack, batch,
     SavepointResult(savepoint, "file:/sp"),
     CanonicalSavepointResult(canonical, "file:/sp", 7, 700, 1.5), canonical.operators.head, canonicalStore,
     MigrationResult(migration, "file:/dst", 3, 30, 9, 900, 2.5), operator, store,
-    MigrationProgress("writing state", 1, 2, 10, Some(0), Some("stateStoreSave"), Some("default"), Some(1), Some(2)))
+    MigrationProgress("writing state", 1, 2, 10, Some(0), Some("stateStoreSave"), Some("default"), Some(1), Some(2)),
+    RepairResult("file:/cp", Some(7), Some(5), Seq(6, 7), 4, dryRun = false))
 
   private def jsonFields(value: Product): Seq[String] =
     ResultCodec.readTree(ResultCodec.toJson(value)).fieldNames().asScala.toSeq
