@@ -97,3 +97,43 @@ def test_random_faults_lose_nothing_with_either_storage_nor_with_sparks_default_
     print("\n".join("%s %s: %d faults met, %d restarts, %d batches" % (
         r["variant"], r["query"], sum(1 for l in injected if "/runs/%s/%s/" % (r["variant"], r["query"]) in l),
         r["restarts"], r["batches"]) for r in runs))
+
+
+def test_a_savepoint_or_migration_whose_publication_fails_or_loses_its_answer_is_written_again(tmp_path):
+    """A step of a savepoint's or a migration's publication fails, or acts and loses its
+    answer: a lost answer is absorbed (the output is published), a failure fails the call and
+    asking again writes it; every output resumes with exact results."""
+    lines = run_phase(tmp_path, "filesystem", "publish", [])
+    attempts = {l["target"]: l for l in lines if "target" in l}
+    assert set(attempts) == {"sp-rename-after", "sp-create-before", "sp-note-delete-after", "mig-rename-after",
+                             "mig-state-rename-after"}
+    # The publication's own steps: a lost answer is absorbed.
+    for name in ("sp-rename-after", "sp-note-delete-after", "mig-rename-after"):
+        assert attempts[name]["first"] is None, attempts[name]
+    # A failure inside the output fails the call; asked again, it writes the output anew.
+    for name in ("sp-create-before", "mig-state-rename-after"):
+        assert "Injected fault" in attempts[name]["first"], attempts[name]
+        assert attempts[name]["again"] is None, attempts[name]
+    resumed = {l["resumed"]: l for l in lines if "resumed" in l}
+    assert set(resumed) == set(attempts)
+    for name, r in resumed.items():
+        assert r["error"] is None and r["exact"], (name, r)
+    injected = (tmp_path / "faults" / "injected.log").read_text()
+    for name in attempts:
+        assert "/." + name + "." in injected, name
+    # Nothing half-written is left beside the targets.
+    assert not [n for n in os.listdir(tmp_path / "runs" / "publish") if n.startswith(".")]
+
+
+def test_a_query_whose_storage_stalls_holds_back_no_other_query(tmp_path):
+    """Every pack write of query a stalls 8 s; query b of the same driver goes on committing
+    batches meanwhile, none of them waiting for a's stall."""
+    stall_ms = 8000
+    (line,) = run_phase(tmp_path, "filesystem", "neighbour", [], stall_ms=stall_ms)
+    print("batch times of b alone: %s ms; beside a stalled neighbour: %s ms"
+          % (sorted(line["alone"]), sorted(line["beside_stall"])))
+    assert line["stalls"] >= 1, line
+    assert len(line["alone"]) >= 3, line
+    # b kept committing during a's stall, and no batch of b took a stall's time.
+    assert len(line["beside_stall"]) >= 3, line
+    assert max(line["beside_stall"]) < stall_ms, line

@@ -10,6 +10,10 @@ in this application (the failed batch again, one more); ``new-app`` is left for 
 run of an aggregation and a deduplication, each restarted (in this application) whenever it
 dies, with our provider and storage or Spark's default provider and file manager (the anchor);
 prints one JSON line per run: {"variant", "query", "restarts", "exact", "batches"}.
+``phase: "publish"``: a savepoint and a migration written while a step of their publication
+fails or loses its answer; each is asked again where it failed, then a query resumes from it.
+``phase: "neighbour"``: a query's batch times alone, then beside a query of the same driver
+whose every pack write stalls.
 After each run the sink's rows are compared with the batch computation of its input. Prints
 one JSON line per run: {"scenario", "checkpoint", "step", "error", "keys", "expected"}."""
 import json
@@ -25,6 +29,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from support.faults import Faults, uri  # noqa: E402
 
 SCHEMA = "k long, v long"
+
+
+def F_col(name):
+    from pyspark.sql import functions as F
+    return F.col(name)
 
 
 def rows_of(batch):
@@ -123,6 +132,102 @@ def random_run(spark, faults, folder, variant, query_kind, inputs, share, seed, 
             "batches": len(commits), "errors": errors[-5:]}
 
 
+def resume_from(spark, query, checkpoint, name):
+    """Runs ``query``'s deduplication once more from ``checkpoint`` (a savepoint, a migration's
+    output) into a copy of its sink, with one new input; (error, keys, expected)."""
+    import shutil
+    sink = os.path.join(query.folder, "sink-" + name)
+    shutil.copytree(query.sink, sink)
+    other = Query(spark, query.folder, query.faults)
+    other.sink, other.checkpoint = sink, checkpoint
+    error = other.run(0)
+    # The copy's log names the original's files, which a read of the copy leaves out (they lie
+    # outside it): the original's rows, then the new batch's.
+    before, _ = query.check()
+    new, expected = other.check()
+    return error, sorted(before + new), expected
+
+
+def publish_phase(spark, faults, base, report_line):
+    from spark_checkpoint_storage.migration import migrate
+    from spark_checkpoint_storage.savepoints import savepoint
+    folder = os.path.join(base, "publish")
+    query = Query(spark, os.path.join(folder, "query"), faults)
+    assert query.run(3) is None
+    targets = {}
+
+    def attempt(name, call, rule):
+        target = uri(os.path.join(folder, name))
+        faults.arm(rule.replace("{dir}", re.escape(folder)).replace("{name}", name))
+        try:
+            call(target)
+            first = None
+        except Exception as e:
+            first = str(e).split("\n")[0][:1000]
+        faults.disarm()
+        again = None
+        if first is not None:
+            try:
+                call(target)
+            except Exception as e:
+                again = str(e).split("\n")[0][:1000]
+        targets[name] = target
+        report_line({"target": name, "first": first, "again": again})
+
+    attempt("sp-rename-after", lambda t: savepoint(query.checkpoint, t), r"rename after {dir}/\.{name}\.saving-[^/]+")
+    attempt("sp-create-before", lambda t: savepoint(query.checkpoint, t),
+            r"create before {dir}/\.{name}\.saving-[^/]+/commits/.*")
+    attempt("sp-note-delete-after", lambda t: savepoint(query.checkpoint, t),
+            r"delete after {dir}/\.{name}\.saving-[^/]+/[^/]+")
+    attempt("mig-rename-after", lambda t: migrate(query.checkpoint, t, to="heap"),
+            r"rename after {dir}/\.{name}\.migrating-[^/]+")
+    attempt("mig-state-rename-after", lambda t: migrate(query.checkpoint, t, to="heap"),
+            r"rename after {dir}/\.{name}\.migrating-[^/]+/state/.*")
+    query.add_input()
+    for name, target in targets.items():
+        error, keys, expected = resume_from(spark, query, target, name)
+        report_line({"resumed": name, "error": error, "exact": keys == expected,
+                     "missing": sorted(set(expected) - set(keys)), "twice": len(keys) - len(set(keys))})
+
+
+def neighbour_phase(spark, faults, base, stall_ms, report_line):
+    import time
+    from datetime import datetime
+
+    def start(name):
+        return (spark.readStream.format("rate").option("rowsPerSecond", 200).load()
+                .groupBy((F_col("value") % 20).alias("k")).count().writeStream.outputMode("update")
+                .format("noop").trigger(processingTime="500 milliseconds").queryName(name)
+                .option("checkpointLocation", uri(os.path.join(base, "neighbour", name, "checkpoint"))).start())
+
+    def durations(query, since, until):
+        out = []
+        for p in query.recentProgress:
+            at = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+            if since <= at <= until and "triggerExecution" in p["durationMs"]:
+                out.append(p["durationMs"]["triggerExecution"])
+        return out
+
+    b = start("b")
+    time.sleep(4)  # its first batches (planning, the first pack) before the baseline
+    t = time.time()
+    time.sleep(6)
+    alone = durations(b, t, time.time())
+    faults.arm("create stall=%d %s/neighbour/a/checkpoint/state-packs/.* *" % (stall_ms, re.escape(base)))
+    a = start("a")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any("/neighbour/a/" in f[2] for f in faults.injected()):
+        time.sleep(0.2)
+    stalled_at = time.time()
+    time.sleep(stall_ms / 1000.0 - 1)
+    beside = durations(b, stalled_at, time.time())
+    for q in (a, b):
+        q.stop()
+    faults.disarm()
+    report_line({"alone": alone, "beside_stall": beside, "stall_ms": stall_ms,
+                 "stalls": sum(1 for f in faults.injected() if "/neighbour/a/" in f[2])})
+
+
 def main(spec_path):
     with open(spec_path) as f:
         spec = json.load(f)
@@ -141,6 +246,16 @@ def main(spec_path):
         print(json.dumps({"scenario": scenario, "checkpoint": checkpoint, "step": step,
                           "error": error, "keys": keys, "expected": expected}), flush=True)
 
+    def report_line(d):
+        print(json.dumps(d), flush=True)
+
+    if spec["phase"] in ("publish", "neighbour"):
+        if spec["phase"] == "publish":
+            publish_phase(spark, faults, spec["base"], report_line)
+        else:
+            neighbour_phase(spark, faults, spec["base"], spec["stall_ms"], report_line)
+        spark.stop()
+        return
     if spec["phase"] == "random":
         for variant in spec["variants"]:
             if variant == "hdfs":

@@ -65,7 +65,7 @@ class Faults:
         if not os.path.exists(self.log):
             return []
         with open(self.log) as f:
-            return [tuple(line.rstrip("\n").split("\t", 2)) for line in f if line.strip()]
+            return [tuple(line.rstrip("\n").split("\t")[:3]) for line in f if line.strip()]
 
 
 def spark_conf_lines(conf: Dict[str, str]) -> Iterable[str]:

@@ -47,14 +47,26 @@ final class CheckpointPublication private (val writer: PublicationWriter, val fs
     try out.write(text.getBytes(StandardCharsets.UTF_8)) finally out.close()
   }
 
-  /** Moves the finished output to the target by one rename. */
+  /**
+   * Moves the finished output to the target by one rename. A step whose answer is lost (it
+   * acted, then failed, as an object store's or a NameNode's reply can) counts as done when the
+   * file system shows it done: a publication whose rename happened is published, never
+   * discarded, and asking for it again is not refused for the target it wrote.
+   */
   def publish(): Unit = {
-    fs.delete(new Path(temporary, writer.noteFile), false)
+    val note = new Path(temporary, writer.noteFile)
+    actedDespite(fs.delete(note, false), !fs.exists(note))
     if (fs.exists(path)) fs.delete(path, false) // an empty directory (checked), or the rename would nest
-    if (!fs.rename(temporary, path)) {
+    if (!actedDespite(fs.rename(temporary, path), !fs.exists(temporary) && fs.exists(path))) {
       throw writer.refuse(s"Could not rename the ${writer.noun}'s output $temporary to $path.")
     }
   }
+
+  /** `op`'s answer; when it fails, true if `done` shows it acted all the same, else its failure. */
+  private def actedDespite(op: => Boolean, done: => Boolean): Boolean =
+    try op catch {
+      case NonFatal(e) if (try done catch { case NonFatal(_) => false }) => true
+    }
 
   /** Deletes the unfinished output; a failure to is added to `failure`. */
   def discard(failure: Throwable): Unit =

@@ -155,7 +155,22 @@ public class FaultInjectingFileSystem extends RawLocalFileSystem {
 
   @Override
   public FileStatus[] listStatus(Path p) throws IOException {
-    return around("listStatus", p, () -> super.listStatus(p));
+    return around("listStatus", p, () -> {
+      FileStatus[] listed = super.listStatus(p);
+      FileStatus[] plain = new FileStatus[listed.length];
+      for (int i = 0; i < listed.length; i++) plain[i] = plain(listed[i]);
+      return plain;
+    });
+  }
+
+  /**
+   * `status` without the local file system's lazily read permissions, which it reads through a
+   * `java.io.File` of the path's URI: one of this scheme is no `file:` URI.
+   */
+  private static FileStatus plain(FileStatus status) {
+    FsPermission permission = status.isDirectory() ? FsPermission.getDirDefault() : FsPermission.getFileDefault();
+    return new FileStatus(status.getLen(), status.isDirectory(), status.getReplication(), status.getBlockSize(),
+        status.getModificationTime(), status.getAccessTime(), permission, "", "", status.getPath());
   }
 
   @Override
@@ -170,6 +185,6 @@ public class FaultInjectingFileSystem extends RawLocalFileSystem {
 
   @Override
   public FileStatus getFileStatus(Path p) throws IOException {
-    return around("getFileStatus", p, () -> super.getFileStatus(p));
+    return around("getFileStatus", p, () -> plain(super.getFileStatus(p)));
   }
 }
