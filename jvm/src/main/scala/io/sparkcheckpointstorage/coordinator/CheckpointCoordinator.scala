@@ -345,7 +345,6 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
 object CheckpointCoordinator {
   private[coordinator] val log = LoggerFactory.getLogger(classOf[CheckpointCoordinator])
 
-  /** Why the state of checkpoint `root`, whose marker says it did not persist, cannot be read. */
   /** Why batch `batchId` of `root` cannot commit: `stores` hold no state of its version. */
   def notDurable(root: String, batchId: Long, stores: Seq[String]): String = {
     val version = batchId + 1
@@ -359,6 +358,7 @@ object CheckpointCoordinator {
       "Restart the query from a savepoint, or on a new checkpoint location."
   }
 
+  /** Why the state of checkpoint `root`, whose marker says it did not persist, cannot be read. */
   def stateGone(root: String): String =
     s"The state of the streaming query with checkpoint $root " +
       "was kept in the heap of the driver only (DriverCheckpointStorage without a checkpoint " +
