@@ -3,36 +3,42 @@ W10, storage faults: a share of the checkpoint file system's operations fail, an
 state store set-up ("variant") copes as it can.
 
 The query is W1's (``groupBy(key).agg(count, sum)``, update mode, noop sink, one parquet file
-per trigger) with a smaller default shape: 50 state partitions (``--partitions``), 20 batches
-(``--batches``) of 2,000 rows over 1,000 keys (``--rows``, ``--keys``), on ``local[2]`` with the
-default 1 GiB driver heap. Its checkpoint (and, for our storages, the storage's
-``checkpointPath``: the same folder) is on the fault-injecting file system of the JVM test
-sources (``faulty:``, the local file system whose operations a plan fails; built by
-``dev/build-jar`` into ``target/fault-file-system/fault-file-system.jar``); the input files
-stay on the local file system, untouched by faults.
+per trigger) in a smaller shape: 8 state partitions (``--partitions``; W2's count), 20 batches
+(``--batches``) of 2,000 rows over 1,000 keys (``--rows``, ``--keys``), on ``local[2]`` (a task
+is not retried: a fault a task meets fails its batch) with the default 1 GiB driver heap. Its
+checkpoint (and, for our storages, the storage's ``checkpointPath``: the same folder) is on the
+fault-injecting file system of the JVM test sources (``faulty:``, the local file system whose
+operations a plan fails; ``dev/build-jar`` builds it into
+``target/fault-file-system/fault-file-system.jar``); the input files stay on the local file
+system, untouched by faults.
 
-Each variant runs, each in a Python process and driver JVM of its own:
+Each variant runs, each run in a Python process and driver JVM of its own:
 
 - once fault-free: the rules file's ``random 1.0 SEED stall=0 REGEX`` makes every operation on
   the checkpoint a fault of kind "stall of 0 ms", which does nothing but is logged, so the log
   counts the file system operations of each batch; its wall time is the fault-free time;
 - once per share (``--shares``, default 0.01,0.05): ``random SHARE SEED before,after REGEX``
-  fails that share of every operation on the checkpoint, before it acts or after it acted
-  with its answer lost.
+  fails that share of every operation on the checkpoint (create, close, rename, delete,
+  listStatus, open, mkdirs, getFileStatus), before it acts or after it acted with its answer
+  lost.
 
-One file is fed to the query at a time (hard-linked into the source folder once the batch
-before it is committed), and ``processAllAvailable()`` waits for its batch. Whenever the query
-dies it is started again on its checkpoint in the same application, up to ``--max-restarts``
-times; a run that reaches that cap before its last batch commits is reported as "no
-progress". Then, faults disarmed, the state (``spark.read.format("statestore")``) is
+One input file is fed at a time (hard-linked into the source folder once the batch before it
+committed), and ``processAllAvailable()`` waits for its batch. Whenever the query dies it is
+started again on its checkpoint in the same application, up to ``--max-restarts`` (100)
+times; a run that reaches the cap before its last batch commits is reported as "no
+progress" (``--max-idle-restarts N`` also gives up after N restarts in a row without a
+committed batch). Then, faults disarmed, the state (``spark.read.format("statestore")``) is
 compared key by key (count and sum) with the batch computation over the committed batches'
-input files.
+input files; "batches lost" is the committed batches minus the batches' worth of rows the
+state holds (every batch holds each key rows/keys times).
 
-    .venv/bin/python benchmarks/faults.py
+    .venv/bin/python benchmarks/faults.py                        # about 15 minutes on 2 cores
     .venv/bin/python benchmarks/faults.py --variants hdfs,heap-fs --shares 0.01 --batches 5
 
-Prints a line per committed batch and per restart, then a markdown table; writes
-``target/benchmarks/faults-<time>.json`` and ``.md``. A benchmark, never a test.
+Prints a line per committed batch and per restart (the fault that stopped the query, or the
+error when no fault did), then a markdown table; writes ``target/benchmarks/faults-<time>.json``
+(every run's batches, restarts and their causes, faults by operation, the check) and ``.md``.
+A benchmark, never a test.
 """
 import argparse
 import json
@@ -54,7 +60,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import variants as variants_mod  # noqa: E402
-from workloads import Workload, write_inputs  # noqa: E402
+from workloads import INPUT_FORMAT, Workload, write_inputs  # noqa: E402
 
 #: The fault-injecting file system (jvm/src/test/java/io/sparkcheckpointstorage/faults).
 FAULT_JAR = os.path.join(ROOT, "target", "fault-file-system", "fault-file-system.jar")
@@ -149,6 +155,27 @@ def first_line(e: BaseException) -> str:
     return (lines[0] if lines else type(e).__name__)[:300]
 
 
+INJECTED = re.compile(r"Injected fault: (\w+) of (\S+) failed (before acting|after acting)")
+
+
+def cause_of(e: BaseException) -> Dict[str, str]:
+    """What stopped the query: the injected fault named in the exception or its JVM stack
+    trace (``op kind path``), else the error's condition or first line (a failure that no
+    fault of this restart caused, e.g. a file an earlier fault left behind)."""
+    text = str(e) + "\n" + str(getattr(e, "_stackTrace", "") or "")
+    m = INJECTED.search(text)
+    if m:
+        return {"fault": "%s %s" % (m.group(1), m.group(3).split()[0]), "path": m.group(2),
+                "error": first_line(e)}
+    condition = None
+    try:
+        condition = e.getCondition()  # pyspark's captured exceptions
+    except Exception:  # noqa: BLE001
+        pass
+    inner = re.search(r"\[([A-Z_]+(?:\.[A-Z_]+)?)\]", str(e)[40:]) if condition == "STREAM_FAILED" else None
+    return {"fault": None, "condition": inner.group(1) if inner else condition, "error": first_line(e)}
+
+
 def child(params_file: str) -> int:
     with open(params_file) as f:
         p = json.load(f)
@@ -200,7 +227,7 @@ def child(params_file: str) -> int:
 
     query = None
     restarts, errors = 0, []
-    committed = 0
+    committed = idle = 0  # idle: restarts since the last batch committed
     status = "finished"
     batch_ops: List[int] = []
     t0 = time.perf_counter()
@@ -213,7 +240,8 @@ def child(params_file: str) -> int:
                     query = start()
                 query.processAllAvailable()
             except Exception as e:  # noqa: BLE001 - the query died (or failed to start)
-                errors.append(first_line(e))
+                cause = cause_of(e)
+                errors.append(cause)
                 try:
                     if query is not None:
                         query.stop()
@@ -221,13 +249,18 @@ def child(params_file: str) -> int:
                     pass
                 query = None
                 now_committed = committed_batches(checkpoint_dir)
-                if restarts >= p["max_restarts"]:
+                idle = idle + 1 if now_committed == committed else 1
+                what = ("%s of %s" % (cause["fault"], cause["path"]) if cause["fault"]
+                        else "not a fault: %s" % (cause.get("condition") or cause["error"]))
+                if restarts >= p["max_restarts"] or 0 < p["max_idle_restarts"] < idle:
                     committed = now_committed
                     status = "no progress"
-                    emit(event="restart", restarts=restarts, committed=committed, error=errors[-1], gave_up=True)
+                    gave_up = ("%d restarts" % restarts if restarts >= p["max_restarts"]
+                               else "%d restarts in a row without a batch" % (idle - 1))
+                    emit(event="restart", restarts=restarts, committed=committed, error=what, gave_up=gave_up)
                     break
                 restarts += 1
-                emit(event="restart", restarts=restarts, committed=now_committed, error=errors[-1])
+                emit(event="restart", restarts=restarts, committed=now_committed, error=what)
             now = committed_batches(checkpoint_dir)
             for b in range(committed, now):
                 t = time.perf_counter()
@@ -236,6 +269,8 @@ def child(params_file: str) -> int:
                 emit(event="batch", batch=b + 1, total=n, restarts=restarts,
                      seconds=round(t - batch_t0, 3), ops=ops - ops0)
                 batch_t0, ops0 = t, ops
+            if now > committed:
+                idle = 0
             committed = max(committed, now)
         wall = time.perf_counter() - t0
         if query is not None:
@@ -250,6 +285,7 @@ def child(params_file: str) -> int:
 
     met = log_lines(faults_dir, os.path.abspath(checkpoint_dir))
     result = {"status": status, "committed": committed, "restarts": restarts, "wall_s": round(wall, 2),
+              "deaths_without_fault": sum(1 for c in errors if not c["fault"]),
               "faults_met": len(met) if share else 0, "operations": len(met) if not share else None,
               "batch_ops": batch_ops if not share else None, "errors": errors}
     if share:
@@ -302,7 +338,8 @@ def run_child(args, variant: str, conf: Dict[str, str], share: float, inputs: Li
     with open(params_file, "w") as f:
         json.dump({"variant": variant, "conf": conf, "share": share, "seed": args.seed, "run_dir": run_dir,
                    "inputs": inputs, "batches": args.batches, "rows": args.rows,
-                   "partitions": args.partitions, "max_restarts": args.max_restarts}, f, indent=1)
+                   "partitions": args.partitions, "max_restarts": args.max_restarts,
+                   "max_idle_restarts": args.max_idle_restarts}, f, indent=1)
     result: Dict = {"variant": variant, "share": share, "status": "failed", "log": os.path.relpath(log_file, ROOT),
                     "checkpoint": os.path.relpath(os.path.join(run_dir, "checkpoint"), ROOT), "batches": []}
     events: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -345,8 +382,8 @@ def run_child(args, variant: str, conf: Dict[str, str], share: float, inputs: Li
                     ", %d operations" % e["ops"] if not share else ""), flush=True)
             elif kind == "restart":
                 print("%s: batch %d/%d, restarts %d%s: %s" % (
-                    tag, e["committed"], args.batches, e["restarts"], " (the cap: no progress)" if e.get("gave_up")
-                    else "", e["error"][:160]), flush=True)
+                    tag, e["committed"], args.batches, e["restarts"],
+                    " (no progress: %s)" % e["gave_up"] if e.get("gave_up") else "", e["error"][:200]), flush=True)
             elif kind == "error":
                 result["error"] = e["first_line"]
                 result["traceback"] = e["traceback"]
@@ -397,6 +434,7 @@ def summarize(results: List[Dict], variants: Dict[str, Dict], args) -> Tuple[Lis
         b = base.get(r["variant"])
         row = {"variant": r["variant"], "label": variants[r["variant"]]["label"], "share": r["share"],
                "status": r["status"], "committed": r.get("committed"), "restarts": r.get("restarts"),
+               "deaths_without_fault": r.get("deaths_without_fault"),
                "faults_met": r.get("faults_met") if r["share"] else 0,
                "ops_per_batch": ops_per_batch(b), "exact": r.get("exact"),
                "batches_lost": r.get("batches_lost"), "wall_s": r.get("wall_s") if ok else None,
@@ -423,9 +461,9 @@ def summarize(results: List[Dict], variants: Dict[str, Dict], args) -> Tuple[Lis
         return "-" if v is None else fmt % v
 
     lines = ["| variant | faults | batches committed | restarts | restarts per 100 batches | faults met | "
-             "operations per batch | batches lost | exact | wall time | extra s per fault | "
-             "restarts / HDFSBacked's | operations / HDFSBacked's |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "deaths without a fault | operations per batch | batches lost | exact | wall time | "
+             "extra s per fault | restarts / HDFSBacked's | operations / HDFSBacked's |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         result = {"finished": "%d/%d" % (row["committed"] or 0, args.batches),
                   "no progress": "%d/%d: no progress" % (row["committed"] or 0, args.batches)
@@ -436,10 +474,11 @@ def summarize(results: List[Dict], variants: Dict[str, Dict], args) -> Tuple[Lis
             vs = "(HDFSBacked: no progress)"
         else:
             vs = f(row["restarts_vs_hdfs"], "%.2fx") if row["share"] else ""
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["label"], pct(row["share"]), result, f(row["restarts"], "%d") if row["share"] else "",
             f(row["restarts_per_100"], "%.0f") if row["share"] else "",
-            row["faults_met"] if row["share"] else "", f(row["ops_per_batch"], "%.1f"),
+            row["faults_met"] if row["share"] else "",
+            f(row["deaths_without_fault"], "%d") if row["share"] else "", f(row["ops_per_batch"], "%.1f"),
             f(row["batches_lost"], "%g"), yes_no(row["exact"]), f(row["wall_s"], "%.1f s"),
             f(row["extra_s_per_fault"], "%.2f") if row["share"] else "", vs, f(row["ops_vs_hdfs"], "%.2fx")))
     return rows, "\n".join(lines) + "\n"
@@ -451,7 +490,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--variants", "--providers", dest="variants", default=DEFAULT_VARIANTS,
                         help="comma-separated variants of benchmarks/variants.py (default %s)" % DEFAULT_VARIANTS)
     parser.add_argument("--shares", default="0.01,0.05", help="shares of operations that fail (default 0.01,0.05)")
-    parser.add_argument("--partitions", type=int, default=50, help="state partitions (default 50)")
+    parser.add_argument("--partitions", type=int, default=8,
+                        help="state partitions (default 8, W2's; W1 has 200)")
     parser.add_argument("--batches", type=int, default=20, help="batches of a run (default 20)")
     parser.add_argument("--rows", type=int, default=2000, help="rows per batch (default 2,000)")
     parser.add_argument("--keys", type=int, default=1000, help="keys (default 1,000; every batch holds each "
@@ -459,6 +499,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=10, help="the fault plan's seed (default 10)")
     parser.add_argument("--max-restarts", type=int, default=100,
                         help="restarts of a run before it counts as no progress (default 100)")
+    parser.add_argument("--max-idle-restarts", type=int, default=0,
+                        help="restarts in a row without a committed batch before a run counts as no "
+                        "progress (default 0: no such limit, only --max-restarts)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run before it is killed (default 900)")
     parser.add_argument("--workdir", default=os.path.join(OUT, "faults-work"),
                         help="inputs, checkpoints, fault logs, Spark logs (default target/benchmarks/faults-work)")
@@ -485,7 +528,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     variants = {n: variants_mod.VARIANTS[n] for n in args.variant_names}
 
     w = Workload("W10", args.partitions, args.keys, args.batches, args.rows, custom=True)
-    from workloads import INPUT_FORMAT
     inputs = write_inputs(w, os.path.join(args.workdir, "inputs", "k%d-b%d-r%d-v%d" % (
         args.keys, args.batches, args.rows, INPUT_FORMAT)))
     started = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -506,6 +548,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               ", ".join(args.variant_names), ", ".join(pct(s) for s in shares), args.partitions, args.batches,
               args.rows, args.keys, args.max_restarts, args.seed, host["cores"], load), flush=True)
     results: List[Dict] = []
+    t_start = time.time()
     try:
         for name in args.variant_names:
             for share in [0.0] + shares:
@@ -522,9 +565,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, "faults-%s" % stamp)
     doc = {"benchmark": "W10", "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "command": sys.argv, "host": host,
+           "command": sys.argv, "host": host, "elapsed_s": round(time.time() - t_start, 1),
            "shape": {"partitions": args.partitions, "batches": args.batches, "rows": args.rows, "keys": args.keys},
            "shares": shares, "seed": args.seed, "max_restarts": args.max_restarts,
+           "max_idle_restarts": args.max_idle_restarts,
            "variants": variants, "results": results, "summary": rows}
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1, default=str)
@@ -534,6 +578,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     with open(base + ".md", "w") as f:
         f.write(header + table)
     print("\n" + table, flush=True)
+    print("%d runs in %.1f minutes" % (len(results), doc["elapsed_s"] / 60), flush=True)
     print("written: %s.json, %s.md" % (os.path.relpath(base, ROOT), os.path.relpath(base, ROOT)), flush=True)
     return 0
 
