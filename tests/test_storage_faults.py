@@ -78,21 +78,22 @@ def test_a_failed_or_unanswered_write_never_loses_state(tmp_path, storage):
 def test_random_faults_lose_nothing_with_either_storage_nor_with_sparks_default_provider(tmp_path):
     """1% of every operation on the checkpoints fails at random (before acting, or after acting
     with the answer lost) for a whole run of an aggregation and a deduplication, restarted
-    whenever they die: our provider on both storages, Spark's RocksDB provider (changelog on)
+    whenever they die: our provider on both storages (the file system storage also with every
+    state file its own, written in the background: asyncStateWrites), Spark's RocksDB provider (changelog on)
     on our file manager, and, as the anchor in the same run, Spark's default provider on
     Spark's file manager. All must end exact."""
-    runs = run_phase(tmp_path, "filesystem", "random", [], variants=["filesystem", "rocksdb", "hdfs"],
+    runs = run_phase(tmp_path, "filesystem", "random", [], variants=["filesystem", "async", "rocksdb", "hdfs"],
                      inputs=10, share="0.01", seed=11, max_restarts=60)
     (tmp_path / "driver").mkdir()
     runs += run_phase(tmp_path / "driver", "driver", "random", [], variants=["driver"],
                       inputs=10, share="0.01", seed=11, max_restarts=60)
-    assert len(runs) == 8, runs
+    assert len(runs) == 10, runs
     for r in runs:
         assert r["restarts"] <= 60, r
         assert r["exact"], r
     injected = (tmp_path / "faults" / "injected.log").read_text().splitlines()
     injected += (tmp_path / "driver" / "faults" / "injected.log").read_text().splitlines()
-    for variant in ("filesystem", "rocksdb", "hdfs", "driver"):
+    for variant in ("filesystem", "async", "rocksdb", "hdfs", "driver"):
         met = [line for line in injected if "/runs/%s/" % variant in line]
         assert met, "no fault met the %s runs" % variant
     print("\n".join("%s %s: %d faults met, %d restarts, %d batches" % (

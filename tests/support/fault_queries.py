@@ -8,7 +8,8 @@ in this application (the failed batch again, one more); ``new-app`` is left for 
 ``phase: "resume"``: every checkpoint resumes in this (new) application and runs one more batch.
 ``phase: "random"``: a share of every operation on the checkpoints fails at random for a whole
 run of an aggregation and a deduplication, each restarted (in this application) whenever it
-dies, with our provider and storage, Spark's RocksDB provider (changelog on) on our file manager,
+dies, with our provider and storage (with asyncStateWrites too), Spark's RocksDB provider
+(changelog on) on our file manager,
 or Spark's default provider and file manager (the anchor);
 prints one JSON line per run: {"variant", "query", "restarts", "exact", "batches"}.
 ``phase: "publish"``: a savepoint and a migration written while a step of their publication
@@ -262,6 +263,13 @@ def main(spec_path):
         return
     if spec["phase"] == "random":
         for variant in spec["variants"]:
+            if variant == "async":
+                # Every state file a file of its own, written by the executor's background writer.
+                spark.conf.set("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold", "0")
+                spark.conf.set("spark.sql.streaming.checkpointStorage.asyncStateWrites", "true")
+            else:
+                spark.conf.unset("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold")
+                spark.conf.unset("spark.sql.streaming.checkpointStorage.asyncStateWrites")
             if variant == "rocksdb":
                 spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
                 spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")

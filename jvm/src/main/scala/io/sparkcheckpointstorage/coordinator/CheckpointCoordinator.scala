@@ -160,16 +160,19 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * outside its checkpoint in batch `batchId`: an exactly-once sink's log (the file sink's
    * `_spark_metadata/<batchId>`). Spark does not run a batch again once such a sink committed
    * it, so the state the batch's tasks sent must be durable first: a failed pack write then
-   * fails the batch before the sink commits, and its rerun sends the state again. The pack is
-   * reported with the batch's commit.
+   * fails the batch before the sink commits, and its rerun sends the state again. So must the
+   * state files executors write in the background (`asyncStateWrites`): a failed one fails the
+   * batch here. The pack is reported with the batch's commit.
    */
-  def beforeSinkCommit(root: String, batchId: Long): Unit =
+  def beforeSinkCommit(root: String, batchId: Long): Unit = {
+    backgroundWrites.awaitWritten(root, batchId)
     Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent).foreach { state =>
       state.commitLock.synchronized {
         writeMarker(state)
         state.packedEarly(writePack(state, batchId))
       }
     }
+  }
 
   private def writePack(state: RootState, batchId: Long): Option[PackedBatch] = {
     val pending = state.takePending()
