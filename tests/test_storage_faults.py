@@ -135,7 +135,7 @@ def test_a_query_whose_storage_stalls_holds_back_no_other_query(tmp_path):
     print("batch times of b alone: %s ms; beside a stalled neighbour: %s ms"
           % (sorted(line["alone"]), sorted(line["beside_stall"])))
     assert line["stalls"] >= 1, line
-    assert len(line["alone"]) >= 3, line
+    assert len(line["alone"]) >= 4, line
     # b kept committing during a's stall, and no batch of b took a stall's time.
-    assert len(line["beside_stall"]) >= 3, line
+    assert len(line["beside_stall"]) >= 2, line
     assert max(line["beside_stall"]) < stall_ms, line

@@ -213,10 +213,15 @@ def neighbour_phase(spark, faults, base, stall_ms, report_line):
                 out.append(p["durationMs"]["triggerExecution"])
         return out
 
+    def await_batches(query, n, since, timeout_s):
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and len(durations(query, since, time.time())) < n:
+            time.sleep(0.2)
+
     b = start("b")
-    time.sleep(4)  # its first batches (planning, the first pack) before the baseline
+    await_batches(b, 2, 0, 180)  # its first batches (planning, the first pack) before the baseline
     t = time.time()
-    time.sleep(6)
+    await_batches(b, 4, t, 120)
     alone = durations(b, t, time.time())
     faults.arm("create stall=%d %s/neighbour/a/checkpoint/state-packs/.* *" % (stall_ms, re.escape(base)))
     a = start("a")
