@@ -83,10 +83,10 @@ def test_random_faults_lose_nothing_with_either_storage_nor_with_sparks_default_
     on our file manager, and, as the anchor in the same run, Spark's default provider on
     Spark's file manager. All must end exact."""
     runs = run_phase(tmp_path, "filesystem", "random", [], variants=["filesystem", "async", "rocksdb", "hdfs"],
-                     inputs=10, share="0.01", seed=11, max_restarts=60)
+                     inputs=6, share="0.01", seed=11, max_restarts=60)
     (tmp_path / "driver").mkdir()
     runs += run_phase(tmp_path / "driver", "driver", "random", [], variants=["driver"],
-                      inputs=10, share="0.01", seed=11, max_restarts=60)
+                      inputs=6, share="0.01", seed=11, max_restarts=60)
     assert len(runs) == 10, runs
     for r in runs:
         assert r["restarts"] <= 60, r
