@@ -348,12 +348,15 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
 object CheckpointCoordinator {
   private[coordinator] val log = LoggerFactory.getLogger(classOf[CheckpointCoordinator])
 
+  /** The first three of `stores`, sorted, and how many more there are: for messages. */
+  def someOf(stores: Seq[String]): String =
+    stores.sorted.take(3).mkString(", ") + (if (stores.size > 3) s" and ${stores.size - 3} more" else "")
+
   /** Why batch `batchId` of `root` cannot commit: `stores` hold no state of its version. */
   def notDurable(root: String, batchId: Long, stores: Seq[String]): String = {
     val version = batchId + 1
-    val named = stores.sorted.take(3).mkString(", ") + (if (stores.size > 3) s" and ${stores.size - 3} more" else "")
     s"Batch $batchId of the streaming query with checkpoint $root cannot commit: its state is not durable. " +
-      s"The state stores $named hold no state of version $version (the batch's), neither inline in the " +
+      s"The state stores ${someOf(stores)} hold no state of version $version (the batch's), neither inline in the " +
       s"driver or a pack nor as a file of their own, while they hold version ${version - 1}. Their tasks " +
       "did not run again after the batch's state was lost before it was durable (the driver that held it " +
       "stopped or died, and an exactly-once sink such as the file sink skips a batch it already committed). " +

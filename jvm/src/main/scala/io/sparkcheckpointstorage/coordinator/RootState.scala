@@ -164,16 +164,20 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
 
   /** A pack written before its batch's commit took `packed`; the commit reports it ([[takeEarlyPacked]]). */
   def packedEarly(packed: Option[PackedBatch]): Unit = synchronized {
-    earlyPacked = (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files, b.packName))
+    earlyPacked = withEarlyPacked(packed)
   }
 
   /** What the batch's packs took: those written before its commit, then `packed`, the commit's own. */
   def takeEarlyPacked(packed: Option[PackedBatch]): Option[PackedBatch] = synchronized {
-    val all = (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files,
-      if (b.packName.nonEmpty) b.packName else a.packName))
+    val all = withEarlyPacked(packed)
     earlyPacked = None
     all
   }
+
+  /** The early packs' files and then `packed`'s, under the newest pack's name. */
+  private def withEarlyPacked(packed: Option[PackedBatch]): Option[PackedBatch] =
+    (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files,
+      if (b.packName.nonEmpty) b.packName else a.packName))
 
   /** Marks the root released (its query stopped); returns the heap bytes it held. */
   def release(): Long = synchronized {

@@ -234,9 +234,8 @@ object StorageCheckpointFileManager {
   /** Why the query of `root` cannot start: batch `batch` committed, but `stores` lack its state. */
   def incomplete(root: String, batch: Long, stores: Seq[String], lastComplete: Long): String = {
     val version = batch + 1
-    val named = stores.sorted.take(3).mkString(", ") + (if (stores.size > 3) s" and ${stores.size - 3} more" else "")
     s"The checkpoint $root is incomplete: its commit log records batch $batch, but the state of that batch " +
-      s"is missing: the state stores $named hold no state of version $version, neither in a pack nor as a " +
+      s"is missing: the state stores ${CheckpointCoordinator.someOf(stores)} hold no state of version $version, neither in a pack nor as a " +
       s"file of their own. The last complete batch is ${if (lastComplete < 0) "none" else lastComplete.toString}. " +
       s"Run `python -m spark_checkpoint_storage repair $root` to bring the checkpoint back to it: the query " +
       "then runs the later batches again from its source (an exactly-once sink skips those it committed; " +
