@@ -197,7 +197,7 @@ for query, checkpoint in queries:
     with open(os.path.join(checkpoint, "checkpoint-storage")) as f:
         marker = f.read()
     kind = "DriverCheckpointStorage" if "-driver/" in checkpoint else "FileSystemCheckpointStorage"
-    assert marker.startswith("storage=%%s (" %% kind), (checkpoint, marker)
+    assert "\nstorage=%%s (" %% kind in marker, (checkpoint, marker)
 
 if spec.get("read_back"):
     def topic(name):

@@ -236,7 +236,7 @@ def test_checkpoints_record_rocksdb_format_v2_and_the_storage(restarted, storage
     for query in ("aggregation", "deduplication"):
         folder = checkpoint(root, "%s-%s" % (query, storage))
         with open(os.path.join(folder, "checkpoint-storage")) as f:
-            assert f.read().startswith("storage=%s (" % kind), folder
+            assert "\nstorage=%s (" % kind in f.read(), folder
         commits = sorted(int(n) for n in os.listdir(os.path.join(folder, "commits")) if n.isdigit())
         assert len(commits) >= 2, (folder, commits)
         for batch in commits:

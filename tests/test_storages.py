@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_checkpoint_storage.checkpoint_config import ASYNC_STATE_WRITES
-from spark_checkpoint_storage.errors import CorruptCheckpointException, convert_jvm_exception
+from spark_checkpoint_storage.errors import (CorruptCheckpointException, UnsupportedFormatException,
+                                             convert_jvm_exception)
 
 from conftest import assert_ok
 from support.aggregation import expected, files_under, run_aggregation, state_of
@@ -299,6 +300,60 @@ def test_damaged_pack_fails_the_restart_naming_the_pack(spark, tmp_path, damage)
         assert os.path.basename(victim) in converted.getMessage()
     finally:
         spark.conf.unset(STORAGE)
+
+
+def _write_later_format(path: str, kind: str) -> None:
+    """Makes ``path`` a file of the next format version of its kind, written by a release 9.9.9,
+    the way a later release would write it (docs/operations.md, "Upgrading")."""
+    with open(path, "rb") as f:
+        data = f.read()
+    release = len("9.9.9").to_bytes(2, "big") + b"9.9.9"  # Java's writeUTF
+    if kind == "marker":
+        text = data.decode().replace("formatVersion=1", "formatVersion=2").replace(
+            "minReaderVersion=0.1.0", "minReaderVersion=9.9.9")
+        data = text.encode()
+    elif kind == "pack":
+        data = b"SCSPACK2" + release + data[8:]
+    else:
+        data = b"SCSHEAP\x03" + release + data[8:]
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+@pytest.mark.parametrize("kind", ["marker", "pack", "state-file"])
+def test_a_checkpoint_file_of_a_later_format_fails_the_restart_naming_the_release(spark, tmp_path, kind):
+    """Every file we write names its format; one written by a later release is refused in one
+    sentence naming the file and the release to upgrade to, with the error of its kind in
+    Python, whichever side reads it (the driver: marker, packs; a task: state files)."""
+    spark.conf.set(STORAGE, "filesystem")
+    if kind == "state-file":
+        spark.conf.set(STORAGE + ".fileStateSizeThreshold", "0")
+    try:
+        checkpoint = run_aggregation(spark, tmp_path, batches=2)
+        if kind != "state-file":  # a checkpoint that never held inline state has no marker
+            with open(os.path.join(checkpoint, "checkpoint-storage")) as f:
+                assert f.read().startswith("formatVersion=1\nminReaderVersion=0.1.0\n")
+        if kind == "marker":
+            victim = os.path.join(checkpoint, "checkpoint-storage")
+            fmt = "storage marker of format version 2"
+        elif kind == "pack":
+            packs = sorted(os.listdir(os.path.join(checkpoint, "state-packs")), key=lambda n: int(n.split(".")[0]))
+            victim = os.path.join(checkpoint, "state-packs", packs[-1])
+            fmt = "state pack of format version 2"
+        else:
+            victim = os.path.join(checkpoint, "state", "0", "0", "2.heap-delta")
+            fmt = "state file of format version 3"
+        _write_later_format(victim, kind)
+        with pytest.raises(Exception) as err:
+            run_aggregation(spark, tmp_path, batches=1, start_batch=2)
+        converted = convert_jvm_exception(err.value)
+        assert isinstance(converted, UnsupportedFormatException), (type(converted), str(err.value)[-3000:])
+        message = converted.getMessage()
+        assert os.path.basename(victim) in message and fmt in message, message
+        assert message.endswith("upgrade spark-checkpoint-storage to at least 9.9.9."), message
+    finally:
+        spark.conf.unset(STORAGE)
+        spark.conf.unset(STORAGE + ".fileStateSizeThreshold")
 
 
 # --------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "StateBackendNotSupportedException",
     "StateSizeLimitException",
     "CorruptCheckpointException",
+    "UnsupportedFormatException",
     "CheckpointNotFoundException",
     "CheckpointStateException",
     "SavepointException",
@@ -144,6 +145,13 @@ class CorruptCheckpointException(CheckpointStorageException, IOError):
     CONDITION = "CHECKPOINT_STORAGE.CORRUPT_CHECKPOINT"
 
 
+class UnsupportedFormatException(CheckpointStorageException, IOError):
+    """A file of the checkpoint (marker, pack, state file, manifest) is in a format version this
+    release does not read: the message names the file and the release to upgrade to."""
+
+    CONDITION = "CHECKPOINT_STORAGE.UNSUPPORTED_FORMAT"
+
+
 class CheckpointNotFoundException(CheckpointStorageException, FileNotFoundError):
     """No checkpoint (or no such file) at the given location."""
 
@@ -197,6 +205,7 @@ _JAVA_TO_PYTHON = [
     (jvm_names.JVM_PACKAGE + ".storage.StateSizeLimitException", StateSizeLimitException),
     # Packs and state files alike (their JVM classes share this parent).
     (jvm_names.JVM_PACKAGE + ".storage.CorruptCheckpointException", CorruptCheckpointException),
+    (jvm_names.JVM_PACKAGE + ".formats.UnsupportedFormatException", UnsupportedFormatException),
     ("java.io.FileNotFoundException", CheckpointNotFoundException),
     ("java.lang.IllegalArgumentException", IllegalCheckpointStorageArgumentException),
     ("java.lang.IllegalStateException", CheckpointStateException),

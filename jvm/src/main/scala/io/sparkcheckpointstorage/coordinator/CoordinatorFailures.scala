@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.coordinator
 
 import java.io.IOException
 
+import io.sparkcheckpointstorage.formats.UnsupportedFormatException
 import io.sparkcheckpointstorage.packs.CorruptPackException
 import io.sparkcheckpointstorage.storage.{CorruptCheckpointException, StateSizeLimitException}
 
@@ -56,6 +57,7 @@ object CoordinatorFailures {
     val message = Option(e.getMessage).getOrElse(e.toString)
     e match {
       case c: CorruptCheckpointException => Failed(FailureKind.CorruptCheckpoint, message, c.file)
+      case u: UnsupportedFormatException => Failed(FailureKind.UnsupportedFormat, message, u.file)
       case _: StateSizeLimitException => Failed(FailureKind.StateSizeLimit, message)
       case _: MalformedMessageException => Failed(FailureKind.MalformedMessage, message)
       case _: QueryNotRunningException => Failed(FailureKind.NotRunning, message)
@@ -73,6 +75,7 @@ object CoordinatorFailures {
     case FailureKind.IllegalState => new IllegalStateException(f.message)
     case FailureKind.IllegalArgument => new IllegalArgumentException(f.message)
     case FailureKind.NotRunning => new QueryNotRunningException(f.message)
+    case FailureKind.UnsupportedFormat => new UnsupportedFormatException(f.file, f.message)
     case FailureKind.Io => new IOException(f.message)
   }
 }

@@ -60,7 +60,8 @@ final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
 /**
  * The request failed on the driver. `kind` keeps the kind of error across the RPC (the
  * executor raises the same exception class), `message` is for the user, `file` names the
- * damaged file of a [[FailureKind.CorruptCheckpoint]] (empty otherwise).
+ * damaged file of a [[FailureKind.CorruptCheckpoint]] or the file of a [[FailureKind.UnsupportedFormat]]
+ * (empty otherwise).
  */
 final case class Failed(kind: FailureKind, message: String, file: String = "") extends CoordinatorReply
 
@@ -81,7 +82,9 @@ object FailureKind {
   case object MalformedMessage extends FailureKind(6)
   /** No query runs on the checkpoint in this driver: maintenance leaves its state alone (`QueryNotRunningException`). */
   case object NotRunning extends FailureKind(7)
+  /** A pack in a format version this release does not read (`UnsupportedFormatException`): the message names it. */
+  case object UnsupportedFormat extends FailureKind(8)
 
   val all: Seq[FailureKind] = Seq(Io, CorruptCheckpoint, StateSizeLimit, IllegalState, IllegalArgument,
-    MalformedMessage, NotRunning)
+    MalformedMessage, NotRunning, UnsupportedFormat)
 }

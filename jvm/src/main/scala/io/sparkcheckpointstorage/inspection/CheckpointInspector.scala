@@ -31,7 +31,7 @@ object CheckpointInspector {
     val committed = reader.batchIds(CheckpointPaths.Commits)
     val offsets = reader.batchIds(CheckpointPaths.Offsets)
     def text(rel: String): Option[String] = byRel.get(rel).flatMap(reader.read).map(new String(_, StandardCharsets.UTF_8))
-    val marker = text(CheckpointPaths.Marker).map(StorageMarker.parse)
+    val marker = text(CheckpointPaths.Marker).map(StorageMarker.parse(_, s"$location/${CheckpointPaths.Marker}"))
 
     // Stores.
     val stores = mutable.TreeMap[(Int, Int, String), mutable.ArrayBuffer[(CheckpointEntry, VersionedName)]]()

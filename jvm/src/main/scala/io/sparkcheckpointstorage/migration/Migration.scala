@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
+import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
 import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
@@ -179,7 +180,7 @@ object Migration {
    */
   private[migration] def publish(dst: CheckpointPublication, manifest: MigrationManifest, logFiles: Long,
       logBytes: Long, started: Long): String = {
-    dst.writeText(ManifestFile, ResultCodec.toJson(manifest))
+    dst.writeText(ManifestFile, ResultCodec.manifestJson(manifest, FileFormat.MigrationManifest))
     dst.publish()
     val summary = dst.fs.getContentSummary(dst.path)
     ResultCodec.toJson(MigrationResult(manifest, dst.path.toString, logFiles, logBytes, summary.getFileCount,

@@ -4,6 +4,7 @@ import java.io.{DataInputStream, DataOutputStream, EOFException, IOException, Ou
 import java.nio.charset.StandardCharsets
 import java.util.zip.CRC32
 
+import io.sparkcheckpointstorage.formats.{FileFormat, UnsupportedFormatException}
 import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
 /** One inline state file inside a pack. */
@@ -29,7 +30,7 @@ object CorruptPackException {
  * commits (Flink: the `_metadata` file with `ByteStreamStateHandle`s inside).
  *
  * {{{
- *   "SCSPACK1", batch id long, query id UTF
+ *   "SCSPACK1" (the format version is its last character), batch id long, query id UTF
  *   the files' bytes, back to back
  *   index: count int, then per file: path relative to the checkpoint root UTF, offset long,
  *          length int, CRC-32 int; deleted count int, then paths UTF
@@ -39,7 +40,12 @@ object CorruptPackException {
  * Paths are relative to the checkpoint root, so a copied checkpoint (a savepoint) still reads.
  */
 object StatePack {
-  val Magic: Array[Byte] = "SCSPACK1".getBytes(StandardCharsets.US_ASCII)
+  private val MagicPrefix = "SCSPACK"
+  /**
+   * `SCSPACK` and the format version ([[FileFormat.Pack]]) as one ASCII digit. A later version
+   * writes the oldest release that reads it (UTF) right after, so this one can name it.
+   */
+  val Magic: Array[Byte] = s"$MagicPrefix${FileFormat.Pack.current}".getBytes(StandardCharsets.US_ASCII)
   private val FooterSize = 8 + Magic.length
 
   def fileName(batchId: Long): String = s"$batchId.pack"
@@ -90,6 +96,10 @@ object StatePack {
   /** Reads a pack's index from its whole content (packs are small: inline files only). */
   def readIndex(bytes: Array[Byte], pack: String): PackIndex = {
     try {
+      if (bytes.length >= Magic.length && new String(bytes, 0, MagicPrefix.length, StandardCharsets.US_ASCII) == MagicPrefix) {
+        FileFormat.Pack.check(pack, bytes(MagicPrefix.length) - '0',
+          Some(new DataInputStream(new java.io.ByteArrayInputStream(bytes, Magic.length, bytes.length)).readUTF()))
+      }
       if (bytes.length < Magic.length + FooterSize ||
           !java.util.Arrays.equals(bytes.slice(0, Magic.length), Magic) ||
           !java.util.Arrays.equals(bytes.slice(bytes.length - Magic.length, bytes.length), Magic)) {
@@ -116,7 +126,7 @@ object StatePack {
       val deleted = (0 until in.readInt()).map(_ => in.readUTF())
       PackIndex(batchId, queryId, entries, deleted)
     } catch {
-      case e: CorruptPackException => throw e
+      case e @ (_: CorruptPackException | _: UnsupportedFormatException) => throw e
       case e @ (_: EOFException | _: IOException | _: RuntimeException) =>
         throw CorruptPackException(pack, s"its index cannot be read ($e)", e)
     }

@@ -10,6 +10,7 @@ import org.apache.spark.SparkConf
 import org.apache.spark.checkpointstorage.SparkInternals
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
+import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.StateFileNaming
 
 /** The kind of a state file: the changes of one version, or the whole state at a version. */
@@ -32,7 +33,7 @@ class CorruptStateFileException(file: String, reason: String, cause: Throwable =
  * The encoding of our state files, one per version and partition.
  *
  * {{{
- *   header (plain):  magic "SCSHEAP\u0002", kind byte, version long, codec name (UTF),
+ *   header (plain):  magic "SCSHEAP\u0002" (the format version is its last byte), kind byte, version long, codec name (UTF),
  *                    index seed int, index slots int, CRC-32 of the header before it (int)
  *   body (codec):    records, each  keyLen int, key bytes, valueLen int (-1 = removed), value
  *                    then  -1 int, record count long, CRC-32 of everything before it
@@ -48,7 +49,12 @@ class CorruptStateFileException(file: String, reason: String, cause: Throwable =
 object StateFileFormat {
   private val BufferSize = 64 * 1024
   private val LittleEndian = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
-  val Magic: Array[Byte] = "SCSHEAP\u0002".getBytes(StandardCharsets.ISO_8859_1)
+  private val MagicPrefix: Array[Byte] = "SCSHEAP".getBytes(StandardCharsets.ISO_8859_1)
+  /**
+   * `SCSHEAP` and the format version ([[FileFormat.StateFile]]) as one byte. A later version
+   * writes the oldest release that reads it (UTF) right after, so this one can name it.
+   */
+  val Magic: Array[Byte] = MagicPrefix :+ FileFormat.StateFile.current.toByte
 
   /** The header, its checksum included. */
   def header(kind: StateFileKind, version: Long, codecName: String, layout: CompactRowMap.Layout): Array[Byte] = {
@@ -157,10 +163,11 @@ object StateFileFormat {
     val magic = new Array[Byte](Magic.length)
     try {
       header.readFully(magic)
-      if (!java.util.Arrays.equals(magic, Magic)) {
+      if (!magic.take(MagicPrefix.length).sameElements(MagicPrefix)) {
         throw new CorruptStateFileException(file, "it does not start with the spark-checkpoint-storage " +
           "header (written by another program?)")
       }
+      FileFormat.StateFile.check(file, magic(MagicPrefix.length) & 0xff, Some(header.readUTF()))
       val kind = header.readByte()
       if (kind != expectedKind.tag) {
         throw new CorruptStateFileException(file, s"it is of kind '${kind.toChar}', expected '${expectedKind.tag.toChar}'")

@@ -4,7 +4,10 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.annotation.JsonUnwrapped
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.node.ObjectNode
 import com.fasterxml.jackson.module.scala.DefaultScalaModule
+
+import io.sparkcheckpointstorage.formats.FileFormat
 
 /**
  * The one way results become JSON, and the one list of their fields.
@@ -24,6 +27,19 @@ object ResultCodec {
 
   /** A result (or a manifest) as JSON. */
   def toJson(result: Product): String = mapper.writeValueAsString(result)
+
+  /**
+   * A manifest as the JSON of its file: its fields after the two naming its format
+   * ([[FileFormat.VersionField]], [[FileFormat.MinReaderField]]), which results leave out.
+   */
+  def manifestJson(manifest: Product, format: FileFormat): String = {
+    val file = mapper.createObjectNode()
+    file.put(FileFormat.VersionField, format.current)
+    file.put(FileFormat.MinReaderField, FileFormat.MinReaderVersion)
+    file.setAll(mapper.valueToTree[ObjectNode](manifest))
+    file.put(FileFormat.VersionField, format.current)
+    mapper.writeValueAsString(file)
+  }
 
   /** JSON text as a tree: Spark's metadata and our manifests read back. */
   def readTree(json: String): JsonNode = mapper.readTree(json)

@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.types.{DataType, StructType}
 
+import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
 import io.sparkcheckpointstorage.migration.{CheckpointCopier, Migration, MigrationException, SourceCheckpoint,
   StateRowsReader, StoreRows, TargetProvider, WriteOptions}
@@ -74,9 +75,9 @@ object CanonicalSavepoints {
       }
       // The provider recorded stays the source's until a restore picks one.
       CheckpointCopier.copy(layout, fs, dst.temporary, layout.sourceProvider)
-      val manifest = CanonicalSavepointManifest(Format, 1, layout.batchId, layout.sourceProvider, layout.numPartitions,
+      val manifest = CanonicalSavepointManifest(Format, FileFormat.CanonicalSavepointManifest.current, layout.batchId, layout.sourceProvider, layout.numPartitions,
         operators.map(_.stores.map(_.rows).sum).sum, operators, System.currentTimeMillis())
-      dst.writeText(Savepoints.ManifestFile, ResultCodec.toJson(manifest))
+      dst.writeText(Savepoints.ManifestFile, ResultCodec.manifestJson(manifest, FileFormat.CanonicalSavepointManifest))
       dst.publish()
       val summary = fs.getContentSummary(dst.path)
       ResultCodec.toJson(CanonicalSavepointResult(manifest, dst.path.toString, summary.getFileCount, summary.getLength,
@@ -96,7 +97,12 @@ object CanonicalSavepoints {
     val in = fs.open(path)
     val json = try ResultCodec.readTree(new String(org.apache.commons.io.IOUtils.toByteArray(in), StandardCharsets.UTF_8))
       finally in.close()
-    if (Option(json.get("format")).map(_.asText()).contains(Format)) Some(json) else None
+    if (!Option(json.get("format")).map(_.asText()).contains(Format)) return None
+    def field(name: String): Option[String] = Option(json.get(name)).map(_.asText())
+    val format = FileFormat.CanonicalSavepointManifest
+    format.check(path.toString, format.versionIn(path.toString, field(FileFormat.VersionField)),
+      field(FileFormat.MinReaderField))
+    Some(json)
   }
 
   /** Restores the canonical savepoint at `savepoint` into a new checkpoint at `target` written by `to`; JSON as a migration's. */

@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, StateSchemaPaths}
 import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.{ResultCodec, SavepointManifest, SavepointResult}
@@ -68,7 +69,7 @@ object Savepoints {
       val manifest = SavepointManifest(batch, copied.queryId, copied.files, copied.bytes, copied.inlineFiles,
         System.currentTimeMillis())
       // Written last, once the copy restores: what says the copy is complete.
-      dst.writeText(ManifestFile, ResultCodec.toJson(manifest))
+      dst.writeText(ManifestFile, ResultCodec.manifestJson(manifest, FileFormat.SavepointManifest))
       dst.publish()
       (copied, manifest)
     } catch {
