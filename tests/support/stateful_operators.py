@@ -258,8 +258,9 @@ class Driver:
     :meth:`kill_driver`), ``results`` (write results.json at the end), ``checkpoint_root``
     (optional: a file system URI for the queries' checkpoints and the driver storage's packs,
     e.g. ``hdfs://...`` or ``s3a://...``; default ``<work>``), ``spark_conf`` (optional: more
-    settings for the session, e.g. what reaches that file system), ``migrate_from`` and
-    ``migrate_to`` (optional: before starting the queries, migrate each one's checkpoint under
+    settings for the session, e.g. what reaches that file system), ``input_glob`` (optional:
+    read the input folder through a glob), ``migrate_from`` and ``migrate_to`` (optional:
+    before starting the queries, migrate each one's checkpoint under
     that checkpoint root to this one's with ``spark_checkpoint_storage.migration.migrate``, to
     that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it;
     with ``migrate_partitions``, rescaled to that many partitions, and where each state row
@@ -345,6 +346,13 @@ class Driver:
         pq.write_table(table, tmp)
         os.rename(tmp, os.path.join(self.source, "%s.parquet" % name))
 
+    def add_input(self, b):
+        """Writes input file ``b``: batch ``b``'s rows, or the flush rows for ``"flush"``."""
+        if b == "flush":
+            self.write_file("flush", flush_rows())
+        else:
+            self.write_file("batch-%03d" % b, batch_rows(b))
+
     def events(self, df):
         from pyspark.sql import functions as F
         return df.withColumn("ts", F.timestamp_seconds("t"))
@@ -381,7 +389,12 @@ class Driver:
             if self.kill_armed.is_set():
                 self.kill_driver(op.name, batch_id)
 
-        stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(self.source))
+        # With ``input_glob``, the source reads a glob of the folder: Spark's file source then
+        # sets no base path, and a copy of the checkpoint resumes over a folder elsewhere
+        # (on restart it lists the last batch's files again, and a plain folder refuses
+        # those outside itself).
+        path = os.path.join(self.source, "*.parquet") if self.spec.get("input_glob") else self.source
+        stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(path))
         return (op.build(stream).writeStream.queryName(op.name).outputMode(op.mode)
                 .foreachBatch(sink).trigger(processingTime="100 milliseconds")
                 .option("checkpointLocation", self.checkpoint(op))
@@ -481,10 +494,7 @@ class Driver:
                     self.kill_armed.set()
                 if b in self.spec.get("kill_executor_after", []):
                     self.arm_executor_kill()
-                if b == "flush":
-                    self.write_file("flush", flush_rows())
-                else:
-                    self.write_file("batch-%03d" % b, batch_rows(b))
+                self.add_input(b)
                 started = time.time()
                 if b in self.spec.get("kill_executor_after", []):
                     self.kill_an_executor()
