@@ -1,11 +1,12 @@
 """Migration of a query's checkpoint between state store providers
 (``spark_checkpoint_storage.migration``), end to end on real Spark.
 
-Each direction runs two driver processes (tests/support/stateful_operators.py): the first runs every
-operator's query on the source provider over the first files, then stops; the second
-migrates each checkpoint to a new location with the target provider, resumes the queries
-there (its session still names the source provider: the migrated offset log alone must make
-them run on the target) and feeds the rest. What the sinks got over both drivers must equal
+Each direction runs in two driver processes (tests/support/stateful_operators.py's driver,
+every direction in the same two, a session each): the first runs every operator's query on the
+source provider over the first files, then stops; the second migrates each checkpoint to a new
+location with the target provider, resumes the queries there (its session still names the
+source provider: the migrated offset log alone must make them run on the target) and feeds
+the rest. What the sinks got over both drivers must equal
 the batch computation over all the input.
 """
 import json
@@ -15,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import assert_ok, run_operators_driver
+from conftest import Subprocess, assert_ok
 from support import counting
 from support import stateful_operators as so
 from support.counting import (COUNTS, PROVIDER_CONF, add_file, assert_counts_match,
@@ -53,31 +54,127 @@ CHANGELOG = dict(spark_conf={
 SOURCE_SPEC = {"rocksdb_changelog_to_heap": CHANGELOG}
 TARGET_SPEC = {"heap_to_rocksdb_changelog": CHANGELOG}
 
+#: Runs several steps of support/stateful_operators.py's driver, one after the other, in ONE
+#: driver JVM (one process): each step gets a session of its own (``newSession()``: its own
+#: provider, storage, file manager and settings, as the step's spec names them; the
+#: SparkContext and the settings every step shares come from a first session with none of
+#: a step's), and is not stopped by the step. A step that fails records its traceback and
+#: the next one runs. Writes ``<name>.json`` ({"error", "seconds"}) per step into the
+#: folder of the steps file, and moves there a step's results.json as ``<name>.results.json``.
+_SHARED_DRIVER = """
+    import json, os, sys, time, traceback
+    sys.path.insert(0, %r)
+    from support import stateful_operators as so
 
-def run_driver(root, name: str, spec: dict):
-    assert_ok(run_operators_driver(root / name, spec))
+    class Step(so.Driver):
+        base = None
+
+        def session(self):
+            if Step.base is None:
+                neutral = dict(self.spec, provider="heap", storage=None, spark_conf=None,
+                               file_manager=None)
+                Step.base = so.Driver(neutral).session()
+            spark = Step.base.newSession()
+            spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                           so.provider_class(self.spec["provider"]))
+            storage = self.spec.get("storage")
+            if storage:
+                spark.conf.set(so.STORAGE_CONF, storage)
+                if storage == "driver":
+                    spark.conf.set(so.STORAGE_CONF + ".checkpointPath",
+                                   self.checkpoint_root.rstrip("/") + "/driver-storage")
+            for k, v in (self.spec.get("spark_conf") or {}).items():
+                spark.conf.set(k, v)
+            fm = self.spec.get("file_manager")
+            if fm:
+                spark.conf.set("spark.sql.streaming.checkpointFileManagerClass",
+                               so.FILE_MANAGERS.get(fm, fm))
+            spark.stop = lambda: None  # the next step's session shares the SparkContext
+            self.spark = spark
+            return spark
+
+    folder = os.path.dirname(%r)
+    with open(%r) as f:
+        steps = json.load(f)
+    for step in steps:
+        started = time.time()
+        try:
+            Step(step["spec"]).run()
+            if step["spec"].get("results"):
+                os.rename(os.path.join(step["spec"]["work"], "results.json"),
+                          os.path.join(folder, step["name"] + ".results.json"))
+            error = None
+        except BaseException:
+            error = traceback.format_exc()
+            print("STEP %%s FAILED:\\n%%s" %% (step["name"], error), flush=True)
+        with open(os.path.join(folder, step["name"] + ".json"), "w") as f:
+            json.dump({"error": error, "seconds": round(time.time() - started, 1)}, f)
+        print("STEP %%s in %%.1f s" %% (step["name"], time.time() - started), flush=True)
+    if Step.base is not None:
+        Step.base.stop()
+"""
+
+
+def run_steps(folder, steps: list) -> dict:
+    """Runs ``steps`` (each {"name", "spec"}) in one driver process (``_SHARED_DRIVER``);
+    step name -> its traceback, or None. The process's whole stdout and stderr stay in
+    ``folder``."""
+    folder.mkdir()
+    steps_path = folder / "steps.json"
+    steps_path.write_text(json.dumps(steps))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    result = Subprocess(folder).python(_SHARED_DRIVER % (tests, str(steps_path), str(steps_path)),
+                                       timeout=2400, env={"TZ": "UTC"})
+    (folder / "stdout.txt").write_text(result.stdout)
+    (folder / "stderr.txt").write_text(result.stderr)
+    errors = {}
+    for step in steps:
+        done = folder / (step["name"] + ".json")
+        if done.exists():
+            errors[step["name"]] = json.loads(done.read_text())["error"]
+        else:
+            errors[step["name"]] = "the driver process ended before this step:\n%s" % (
+                assert_failed_message(result))
+    return errors
+
+
+def assert_failed_message(result) -> str:
+    return "exit %d\nstdout:\n%s\nstderr:\n%s" % (
+        result.returncode, result.stdout[-5000:], result.stderr[-8000:])
 
 
 @pytest.fixture(scope="module")
-def directions(tmp_path_factory):
-    cache = {}
+def directions(request, tmp_path_factory):
+    """direction -> the target driver's results.json. Every selected direction runs at the
+    first call, in two driver processes: the first writes each direction's source (its
+    operators' queries over files 0-2; direction after direction in one driver JVM, a session
+    each), the second migrates each direction's checkpoints and resumes them over files 3, 4
+    and the flush (again one JVM, a session per direction): each target runs in a driver
+    other than its source's."""
+    selected = sorted({item.callspec.params["direction"] for item in request.session.items
+                       if item.originalname == "test_migrated_queries_resume_with_exact_results"
+                       and hasattr(item, "callspec")}) or sorted(DIRECTIONS)
+    root = tmp_path_factory.mktemp("directions")
+    sources, targets = [], []
+    for direction in selected:
+        source, source_storage, target, target_storage, operators = DIRECTIONS[direction]
+        work = root / direction / "work"
+        common = dict(work=str(work), master="local[2]", operators=operators)
+        sources.append({"name": direction, "spec": dict(
+            common, provider=source, storage=source_storage, checkpoint_root=str(work / "src"),
+            feed=[0, 1, 2], **SOURCE_SPEC.get(direction, {}))})
+        targets.append({"name": direction, "spec": dict(
+            common, provider=source, storage=target_storage, **TARGET_SPEC.get(direction, {}),
+            checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
+            migrate_to=target, feed=[3, 4, "flush"], results=True,
+            via_canonical_savepoint="canonical" in direction)})
+    source_errors = run_steps(root / "sources", sources)
+    target_errors = run_steps(root / "targets", [t for t in targets if not source_errors[t["name"]]])
 
     def get(direction):
-        if direction not in cache:
-            source, source_storage, target, target_storage, operators = DIRECTIONS[direction]
-            root = tmp_path_factory.mktemp(direction)
-            work = root / "work"
-            common = dict(work=str(work), master="local[2]", operators=operators)
-            run_driver(root, "source", dict(common, provider=source, storage=source_storage,
-                                            checkpoint_root=str(work / "src"), feed=[0, 1, 2],
-                                            **SOURCE_SPEC.get(direction, {})))
-            run_driver(root, "target", dict(
-                common, provider=source, storage=target_storage, **TARGET_SPEC.get(direction, {}),
-                checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
-                migrate_to=target, feed=[3, 4, "flush"], results=True,
-                via_canonical_savepoint="canonical" in direction))
-            cache[direction] = json.loads((work / "results.json").read_text())
-        return cache[direction]
+        assert not source_errors[direction], "the source driver failed:\n%s" % source_errors[direction]
+        assert not target_errors[direction], "the target driver failed:\n%s" % target_errors[direction]
+        return json.loads((root / "targets" / (direction + ".results.json")).read_text())
 
     return get
 
@@ -107,7 +204,8 @@ def test_migrated_queries_resume_with_exact_results(directions, direction):
             assert so.provider_class(source) not in got["checkpoint"]["offsets"], name
         if target_storage == "driver":
             # ...on the storage of the resuming session (state migrated as plain files).
-            assert got["checkpoint"]["storage"].startswith("storage=DriverCheckpointStorage"), name
+            marker = got["checkpoint"]["storage"].splitlines()
+            assert any(l.startswith("storage=DriverCheckpointStorage") for l in marker), (name, marker)
         # ...and what the migration wrote were the target provider's files.
         assert STATE_FILES[target] <= set(m["state_files"]), (name, m["state_files"])
         if direction in SOURCE_SPEC:
