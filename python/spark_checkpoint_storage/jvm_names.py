@@ -57,7 +57,7 @@ BUILD_INFO_CLASS = JVM_PACKAGE + ".BuildInfo"
 STORAGE_LOADER_CLASS = JVM_PACKAGE + ".storage.CheckpointStorageLoader"
 #: The JVM entry points of savepoints, canonical savepoints, migration and inspection.
 SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.Savepoints"
-CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.CanonicalSavepoints"
+CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".migration.CanonicalSavepoints"
 MIGRATION_CLASS = JVM_PACKAGE + ".migration.Migration"
 MIGRATION_PROGRESS_CLASS = JVM_PACKAGE + ".migration.MigrationProgress"
 INSPECTOR_CLASS = JVM_PACKAGE + ".inspection.CheckpointInspector"

@@ -376,7 +376,7 @@ object CheckpointCoordinator {
   /** The coordinator of this JVM when it is the driver (set by the plugin). */
   @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointCoordinator] = None
 
-  /** The driver's coordinator, null outside the driver (for Python and the Checkpoints tab). */
+  /** The driver's coordinator, null outside the driver (for Python). */
   def current(): CheckpointCoordinator = driverInstance.orNull
 }
 

@@ -55,7 +55,8 @@ class CheckpointStoragePlugin extends SparkPlugin {
       metrics = new CheckpointMetrics(ctx.metricRegistry())
       org.apache.spark.checkpointstorage.ui.CheckpointsUi.attach(sc, store =>
         new CheckpointsStatusListener(store, CheckpointsStatusListener.historySize(sc.getConf),
-          onUpdate = metrics.update, onRemove = metrics.remove))
+          onUpdate = metrics.update, onRemove = metrics.remove),
+        () => (coordinator.heldInlineBytes, coordinator.maxTotalInlineBytes))
       Collections.emptyMap()
     }
 

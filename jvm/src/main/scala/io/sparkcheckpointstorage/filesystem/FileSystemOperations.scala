@@ -6,7 +6,7 @@ import java.nio.file.{Files, NoSuchFileException, Paths}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{FSDataOutputStream, FileSystem, LocalFileSystem, Path}
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.FileContextBasedCheckpointFileManager
 
@@ -17,6 +17,15 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Fil
 object FileSystemOperations {
   /** File systems without an atomic rename: write the final path directly (visible on close). */
   val NoAtomicRename: Set[String] = Set("s3", "s3a", "s3n", "gs", "oss", "cos", "cosn", "obs")
+
+  /** The raw file system: no Hadoop `.crc` sidecars of our own, byte-exact reads. */
+  def raw(fs: FileSystem): FileSystem = fs match {
+    case l: LocalFileSystem => l.getRaw
+    case other => other
+  }
+
+  /** Temp files of atomic writes (ours: `.<name>.<uuid>.tmp`; Hadoop's: `.<name>.<uuid>.tmp` too). */
+  def isTemp(name: String): Boolean = name.startsWith(".") && name.endsWith(".tmp")
 
   def isLocal(path: Path): Boolean = {
     val scheme = path.toUri.getScheme

@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.sparkcheckpointstorage.reader.CheckpointReader
+import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * What writes a new checkpoint or savepoint, as its refusals and its unfinished output name it:
@@ -86,7 +86,7 @@ object CheckpointPublication {
     require(Markers.exists(_._1 == writer.marker), s"unknown marker ${writer.marker}")
     val raw = new Path(target)
     val path = raw.getFileSystem(conf).makeQualified(raw)
-    val fs = CheckpointReader.raw(path.getFileSystem(conf))
+    val fs = FileSystemOperations.raw(path.getFileSystem(conf))
     val dst = path.toString.stripSuffix("/")
     val noun = writer.noun
     if (dst == sourceRoot || dst.startsWith(sourceRoot + "/")) {

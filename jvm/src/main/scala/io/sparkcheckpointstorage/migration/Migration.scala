@@ -16,7 +16,6 @@ import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
 import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
-import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 
 /**
  * Migrates a streaming query's checkpoint between state store providers (Flink: restoring a

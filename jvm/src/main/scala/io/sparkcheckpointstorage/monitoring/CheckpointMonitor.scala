@@ -16,7 +16,6 @@ import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
-import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -97,7 +96,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
     if (s == null) return
     submit {
       val previous = if (batchId <= 0) None else {
-        val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+        val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
         try Some(batchId - 1 -> fs.getFileStatus(new Path(root, CheckpointPaths.commitEntry(batchId - 1))).getModificationTime)
         catch { case _: FileNotFoundException => None }
       }
@@ -135,7 +134,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
         val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i + len, f) } }
       own.foreach { case (rel, len) => operatorOf(rel).foreach { op =>
         val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i, f + len) } }
-      val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+      val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
       def modified(rel: String): Option[Long] =
         try Some(fs.getFileStatus(new Path(root, rel)).getModificationTime) catch { case _: FileNotFoundException => None }
       def length(rel: String): Long =
@@ -202,7 +201,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
 
   /** State files of their own (not inline) of store version `version` under `root`/state. */
   private def ownStateFiles(root: String, version: Long): Seq[(String, Long)] = {
-    val fs = CheckpointReader.raw(new Path(root).getFileSystem(hadoopConf))
+    val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
     val out = mutable.ArrayBuffer[(String, Long)]()
     def walk(dir: Path, rel: String): Unit = {
       val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
@@ -210,7 +209,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
         val name = s.getPath.getName
         val childRel = s"$rel/$name"
         if (s.isDirectory) { if (name != "_metadata" && !name.startsWith("_")) walk(s.getPath, childRel) }
-        else if (!CheckpointReader.isTemp(name) && versionOf(childRel).contains(version)) out += childRel -> s.getLen
+        else if (!FileSystemOperations.isTemp(name) && versionOf(childRel).contains(version)) out += childRel -> s.getLen
       }
     }
     walk(new Path(root, CheckpointPaths.State), CheckpointPaths.State)

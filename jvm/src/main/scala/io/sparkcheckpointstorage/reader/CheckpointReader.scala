@@ -5,7 +5,7 @@ import java.io.FileNotFoundException
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
+import org.apache.hadoop.fs.{FileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
@@ -44,7 +44,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
   /** The checkpoint's qualified location (`file:/...`). */
   val root: String = qualified.toString
   /** The raw file system: no Hadoop `.crc` sidecars of our own, byte-exact reads. */
-  val fs: FileSystem = CheckpointReader.raw(qualified.getFileSystem(conf))
+  val fs: FileSystem = FileSystemOperations.raw(qualified.getFileSystem(conf))
 
   /**
    * The key the driver's coordinator holds this checkpoint under (the spelling of the path
@@ -88,7 +88,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
         val name = s.getPath.getName
         val childRel = if (rel.isEmpty) name else s"$rel/$name"
         if (s.isDirectory) walk(s.getPath, childRel)
-        else if (!CheckpointReader.isTemp(name)) out += childRel -> s
+        else if (!FileSystemOperations.isTemp(name)) out += childRel -> s
       }
     }
     walk(qualified, "")
@@ -225,12 +225,4 @@ object CheckpointReader {
     case FailureKind.IllegalState => new CheckpointUnreadableException(f.message)
     case _ => CoordinatorFailures.toException(f)
   }
-
-  def raw(fs: FileSystem): FileSystem = fs match {
-    case l: LocalFileSystem => l.getRaw
-    case other => other
-  }
-
-  /** Temp files of atomic writes (ours: `.<name>.<uuid>.tmp`; Hadoop's: `.<name>.<uuid>.tmp` too). */
-  def isTemp(name: String): Boolean = name.startsWith(".") && name.endsWith(".tmp")
 }

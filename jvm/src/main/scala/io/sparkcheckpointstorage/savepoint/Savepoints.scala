@@ -42,7 +42,7 @@ object Savepoints {
       "spark.sql.streaming.checkpointStorage.savepointPath).", "take the savepoint again")(new SavepointException(_))
 
   /** The note in an unfinished savepoint's hidden sibling. */
-  private[savepoint] def unfinished(kind: String, root: String, batchId: Long, dst: Path): String =
+  def unfinished(kind: String, root: String, batchId: Long, dst: Path): String =
     s"An unfinished $kind of $root (batch $batchId) to $dst: not a checkpoint to start a query from. " +
       "Delete this directory and take the savepoint again.\n"
 

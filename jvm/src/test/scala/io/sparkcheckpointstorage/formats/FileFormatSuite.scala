@@ -11,10 +11,10 @@ import org.apache.spark.SparkConf
 
 import io.sparkcheckpointstorage.BuildInfo
 import io.sparkcheckpointstorage.layout.StorageMarker
+import io.sparkcheckpointstorage.migration.CanonicalSavepoints
 import io.sparkcheckpointstorage.packs.{CorruptPackException, StatePack}
 import io.sparkcheckpointstorage.provider.{CompactRowMap, CorruptStateFileException, StateFileFormat, StateFileKind}
 import io.sparkcheckpointstorage.results.{ResultCodec, SavepointManifest}
-import io.sparkcheckpointstorage.savepoint.CanonicalSavepoints
 
 class FileFormatSuite extends AnyFunSuite {
   private val file = "/cp/state/0/0/7.heap-delta"
@@ -53,7 +53,16 @@ class FileFormatSuite extends AnyFunSuite {
     intercept[CorruptStateFileException](readStateFile(laterBinary("PAR1xxxx", "")))
   }
 
-  test("today's state files name format version 2 in their magic and read back") {
+  test("a format version a release stopped reading names the last release that reads it") {
+    val format = FileFormat("state pack", current = 3, oldestRead = 2, lastReaders = Map(1 -> "0.4.2"))
+    val e = intercept[UnsupportedFormatException](format.check("/cp/state-packs/1.pack", 1, None))
+    assert(e.getMessage == s"/cp/state-packs/1.pack is a state pack of format version 1, and spark-checkpoint-storage " +
+      s"${BuildInfo.version} reads versions 2 to 3 of it: take a savepoint of it with spark-checkpoint-storage 0.4.2, " +
+      "the last release that reads it, and restart from the savepoint.")
+    Seq(2, 3).foreach(v => format.check("p", v, throw new AssertionError("asked for the release of a version it reads")))
+  }
+
+  test("today's state files name format version 2 in their magic") {
     val header = StateFileFormat.header(StateFileKind.Delta, 7, "lz4", CompactRowMap.Layout(1, 1024))
     assert(new String(header.take(8), StandardCharsets.ISO_8859_1) == "SCSHEAP\u0002")
     assert(FileFormat.StateFile.current == 2)

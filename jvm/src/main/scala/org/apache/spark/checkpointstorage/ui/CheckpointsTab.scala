@@ -12,16 +12,18 @@ import org.apache.spark.sql.checkpointstorage.shim.ServletShim
 import org.apache.spark.ui.{SparkUI, SparkUITab, UIUtils, WebUIPage}
 import org.apache.spark.util.Utils
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
 import io.sparkcheckpointstorage.monitoring.{CheckpointBatchRow, CheckpointsStatusListener, QueryCheckpoints, Stat}
 
 /**
  * The "Checkpoints" tab (Flink's checkpoints tab): an overview of every streaming query's
  * checkpoints, and per query its history, summary and storage configuration. Each page has a
- * JSON twin at `<page>/json`. It reads Spark's status store only: what it shows was computed
- * off the batches' path by [[CheckpointsStatusListener]].
+ * JSON twin at `<page>/json`. It reads Spark's status store, where [[CheckpointsStatusListener]]
+ * keeps what was computed off the batches' path, and in a live driver the inline bytes its
+ * coordinator holds now (`liveDriverHeld`: held bytes and their bound; None in the History
+ * Server, which shows the last batch's view of them).
  */
-class CheckpointsTab(val ui: SparkUI) extends SparkUITab(ui, "checkpoints") {
+class CheckpointsTab(val ui: SparkUI, val liveDriverHeld: Option[() => (Long, Long)])
+    extends SparkUITab(ui, "checkpoints") {
   override val name: String = "Checkpoints"
 
   attachPage(new CheckpointsPage(this))
@@ -53,8 +55,8 @@ private[ui] object CheckpointsPages {
 
   def queryName(q: QueryCheckpoints): String = if (q.name.nonEmpty) q.name else "(unnamed)"
 
-  def driverHeld(queries: Seq[QueryCheckpoints]): (Long, Long) = Option(CheckpointCoordinator.current()) match {
-    case Some(c) => (c.heldInlineBytes, c.maxTotalInlineBytes)
+  def driverHeld(tab: CheckpointsTab, queries: Seq[QueryCheckpoints]): (Long, Long) = tab.liveDriverHeld match {
+    case Some(held) => held()
     case None =>
       // The History Server: the last batch's view of the driver.
       queries.filter(_.latest.isDefined).sortBy(_.latest.get.committedAtMs).lastOption
@@ -96,7 +98,7 @@ private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") 
     out.put("withoutEntry", queries.filterNot(_.ours).map { q =>
       Map("queryId" -> q.queryId, "name" -> q.name, "runId" -> q.runId, "reason" -> NoEntryReason).asJava
     }.asJava)
-    val (held, bound) = driverHeld(queries)
+    val (held, bound) = driverHeld(parent, queries)
     out.put("driver", Map("inlineBytesHeld" -> held, "maxTotalInlineSize" -> bound).asJava)
     json(out)
   }
@@ -104,7 +106,7 @@ private[ui] class CheckpointsPage(parent: CheckpointsTab) extends WebUIPage("") 
   override def render(request: ServletShim.Request): Seq[Node] = {
     val queries = parent.queries
     val ours = queries.filter(_.ours)
-    val (held, bound) = driverHeld(queries)
+    val (held, bound) = driverHeld(parent, queries)
     val driver = if (!ours.exists(isDriverStorage)) Nil else {
       <h4>Driver storage</h4>
       <p id="driver-storage">Inline state bytes held in driver heap: {bytes(held)} of {bytes(bound)}

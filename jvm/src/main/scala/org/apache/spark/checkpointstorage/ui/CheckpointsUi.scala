@@ -19,12 +19,14 @@ object CheckpointsUi {
 
   /**
    * Keeps the tab's facts in the live driver's status store through `listener` (made here
-   * around that store), and adds the tab to its web UI when it has one.
+   * around that store), and adds the tab to its web UI when it has one; `driverHeld` gives
+   * the inline bytes the driver holds now and their bound.
    */
-  def attach(sc: SparkContext, listener: KVStore => CheckpointsStatusListener): CheckpointsStatusListener = {
+  def attach(sc: SparkContext, listener: KVStore => CheckpointsStatusListener,
+      driverHeld: () => (Long, Long)): CheckpointsStatusListener = {
     val l = listener(sc.statusStore.store)
     sc.listenerBus.addToStatusQueue(l)
-    sc.ui.foreach(ui => ui.attachTab(new CheckpointsTab(ui)))
+    sc.ui.foreach(ui => ui.attachTab(new CheckpointsTab(ui, Some(driverHeld))))
     l
   }
 }
@@ -39,6 +41,6 @@ class CheckpointsHistoryServerPlugin extends AppHistoryServerPlugin {
 
   override def setupUI(ui: SparkUI): Unit = {
     // Only applications that ran streaming queries get the tab.
-    if (ui.store.store.count(classOf[QueryCheckpoints]) > 0) ui.attachTab(new CheckpointsTab(ui))
+    if (ui.store.store.count(classOf[QueryCheckpoints]) > 0) ui.attachTab(new CheckpointsTab(ui, None))
   }
 }

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.savepoint
+package io.sparkcheckpointstorage.migration
 
 import java.nio.charset.StandardCharsets
 
@@ -15,10 +15,9 @@ import org.apache.spark.sql.types.{DataType, StructType}
 
 import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
-import io.sparkcheckpointstorage.migration.{CheckpointCopier, Migration, MigrationException, SourceCheckpoint,
-  StateRowsReader, StoreRows, TargetProvider, WriteOptions}
 import io.sparkcheckpointstorage.results.{CanonicalOperator, CanonicalSavepointManifest, CanonicalSavepointResult,
   CanonicalStore, ResultCodec}
+import io.sparkcheckpointstorage.savepoint.Savepoints
 
 /**
  * Savepoints in a canonical, provider-neutral form (Flink: canonical savepoints, which restore
