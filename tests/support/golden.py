@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
 from spark_checkpoint_storage import jvm_names
@@ -231,16 +231,20 @@ def resume(spark, folder: str, work: str) -> Dict[str, Any]:
 # --------------------------------------------------------------------------------------
 # Writing the goldens
 
-def write(spark, out: str, names: Optional[List[str]] = None) -> Dict[str, Any]:
+def write(spark, out: str, names: Optional[List[str]] = None,
+          operators: Optional[List[str]] = None) -> Dict[str, Any]:
     """Writes the scenarios ``names`` (default all) of the running line into ``out``, one
-    folder each with its expected.json; returns what each expected.json holds."""
+    folder each with its expected.json; returns what each expected.json holds. With
+    ``operators``, each scenario runs only those of its operators."""
     from spark_checkpoint_storage import __version__
     tmp = tempfile.mkdtemp(prefix="golden-")
-    wanted = [s for s in SCENARIOS if names is None or s.name in names]
+    scenarios = [replace(s, operators=[o for o in s.operators if o in operators])
+                 if operators else s for s in SCENARIOS]
+    wanted = [s for s in scenarios if names is None or s.name in names]
     needed = {s.source for s in wanted if s.source} | {s.name for s in wanted}
     written: Dict[str, so.Driver] = {}
     expected = {}
-    for s in SCENARIOS:
+    for s in scenarios:
         if s.name not in needed:
             continue
         started = time.time()
@@ -321,13 +325,17 @@ def batch_result(spark, driver: so.Driver, op: so.Operator, feed: List[Any]) -> 
 # The command line of tests/golden/generate.py and tests/test_spark_upgrade.py's processes
 
 def main(argv: List[str]) -> None:
-    """``write OUT [SCENARIO...]``: writes goldens of the running line into OUT.
-    ``resume FOLDER... --results FILE``: resumes each golden folder in a work folder beside
-    FILE, and writes {folder: resumed results} to FILE."""
+    """``write OUT [SCENARIO...] [--operators OP,...]``: writes goldens of the running line
+    into OUT. ``resume FOLDER... --results FILE``: resumes each golden folder in a work
+    folder beside FILE, and writes {folder: resumed results} to FILE."""
     command, args = argv[0], argv[1:]
     spark = session()
     if command == "write":
-        write(spark, args[0], args[1:] or None)
+        operators = None
+        if "--operators" in args:
+            i = args.index("--operators")
+            operators, args = args[i + 1].split(","), args[:i] + args[i + 2:]
+        write(spark, args[0], args[1:] or None, operators)
     elif command == "resume":
         results_file = args[args.index("--results") + 1]
         folders = [a for a in args if a != "--results" and a != results_file]
