@@ -12,7 +12,7 @@ from typing import Dict, List
 import pytest
 
 from conftest import ROOT, assert_ok
-from support import golden
+from support.realfs import spark_line
 
 OLD, NEW = "3.5", "4.3"
 #: the venv of each line (dev/venv-line 3.5; dev/bootstrap makes .venv, the newest line's)
@@ -48,7 +48,7 @@ def run_line(line: str, args: List[str], cwd: str) -> subprocess.CompletedProces
     return result
 
 
-@pytest.mark.skipif(golden.spark_line() not in (OLD, NEW),
+@pytest.mark.skipif(spark_line() not in (OLD, NEW),
                     reason="runs in the job of Spark %s (dev/test), which has both lines' venvs; "
                     "the other lines' jobs would only repeat it" % OLD)
 def test_checkpoints_written_on_3_5_resume_on_4_3_with_the_same_results(tmp_path):

@@ -15,10 +15,11 @@ os.environ.setdefault("TZ", "UTC")
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
 from support import golden  # noqa: E402
+from support.realfs import spark_line  # noqa: E402
 
 
 def main() -> None:
-    out = os.path.join(golden.GOLDEN, "spark-" + golden.spark_line())
+    out = os.path.join(golden.GOLDEN, "spark-" + spark_line())
     spark = golden.session()
     staging = out + ".new"
     shutil.rmtree(staging, ignore_errors=True)
