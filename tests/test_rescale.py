@@ -5,7 +5,8 @@ Every operator's query runs on 4 partitions on Spark's HDFS provider in one driv
 (tests/support/stateful_operators.py); a second driver rescales each checkpoint into ours at 7
 partitions, records where every state row landed, resumes the queries (its session still sets
 4 shuffle partitions: the rescaled offset log alone must make them run on 7) and feeds one
-more batch; a third rescales that into Spark's HDFS provider at 2 and feeds the rest. What
+more batch; then (the same driver, a session of its own) rescales that into Spark's HDFS
+provider at 2 and feeds the rest. What
 the sinks got must equal the batch computation over the input so far, and every state row,
 right after each rescale and after the resumed batches, must lie in the partition that SQL's
 ``pmod(hash(keys), n)`` (Spark's shuffle partitioning) gives its key.
@@ -37,19 +38,26 @@ STEPS = [("heap", 7, [3]), ("hdfs", 2, [4, "flush"])]
 
 @pytest.fixture(scope="module")
 def rescaled(tmp_path_factory):
-    """The results of each rescale step (stateful_operators' results.json), in order."""
+    """The results of each rescale step (stateful_operators' results.json), in order. The
+    source runs in a driver of its own; the rescale steps, one after the other, in a second
+    one (one driver JVM, a session per step: test_migration.run_steps)."""
+    from test_migration import run_steps
     root = tmp_path_factory.mktemp("rescale")
     work = root / "work"
     common = dict(work=str(work), master="local[2]", operators=OPERATORS)
     assert_ok(run_operators_driver(root / "source", dict(
         common, provider="hdfs", checkpoint_root=str(work / "cp0"), feed=[0, 1, 2])))
+    steps = [{"name": "step%d" % i, "spec": dict(
+        common, provider="hdfs", checkpoint_root=str(work / ("cp%d" % i)),
+        migrate_from=str(work / ("cp%d" % (i - 1))), migrate_to=provider,
+        migrate_partitions=n, feed=feed, results=True, check_placement=True)}
+        for i, (provider, n, feed) in enumerate(STEPS, 1)]
+    errors = run_steps(root / "steps", steps)
     results = []
-    for i, (provider, n, feed) in enumerate(STEPS, 1):
-        assert_ok(run_operators_driver(root / ("step%d" % i), dict(
-            common, provider="hdfs", checkpoint_root=str(work / ("cp%d" % i)),
-            migrate_from=str(work / ("cp%d" % (i - 1))), migrate_to=provider,
-            migrate_partitions=n, feed=feed, results=True, check_placement=True)))
-        results.append(json.loads((work / "results.json").read_text()))
+    for step in steps:
+        # A step that failed fails the steps after it too (each rescales the one before).
+        assert not errors[step["name"]], "%s failed:\n%s" % (step["name"], errors[step["name"]])
+        results.append(json.loads((root / "steps" / (step["name"] + ".results.json")).read_text()))
     return results
 
 
