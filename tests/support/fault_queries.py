@@ -85,6 +85,21 @@ class Query:
 
 HDFS_BACKED = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STORAGE = "spark.sql.streaming.checkpointStorage"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+#: the random phase's variants: the settings each changes from the session's start (None:
+#: unset, Spark's default); the others are the session's (our provider, file manager and the
+#: storage the spec names)
+VARIANTS = {
+    # every state file a file of its own, written by the executor's background writer
+    "async": {STORAGE + ".fileStateSizeThreshold": "0", STORAGE + ".asyncStateWrites": "true"},
+    "rocksdb": {PROVIDER: ROCKSDB, CHANGELOG: "true"},
+    "hdfs": {PROVIDER: HDFS_BACKED, FILE_MANAGER: None},
+    "driver": {STORAGE: "driver"},
+}
+VARIANT_KEYS = sorted({key for conf in VARIANTS.values() for key in conf})
 
 
 def random_run(spark, faults, folder, variant, query_kind, inputs, share, seed, max_restarts):
@@ -251,10 +266,11 @@ def main(spec_path):
         builder = builder.config(key, value)
     spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
 
-    def report(scenario, checkpoint, step, error, query):
+    def report(scenario, checkpoint, step, error, query, storage=spec["storage"]):
         keys, expected = query.check()
-        print(json.dumps({"scenario": scenario, "checkpoint": checkpoint, "step": step,
-                          "error": error, "keys": keys, "expected": expected}), flush=True)
+        print(json.dumps({"storage": storage, "scenario": scenario, "checkpoint": checkpoint,
+                          "step": step, "error": error, "keys": keys, "expected": expected}),
+              flush=True)
 
     def report_line(d):
         print(json.dumps(d), flush=True)
@@ -267,48 +283,56 @@ def main(spec_path):
         spark.stop()
         return
     if spec["phase"] == "random":
+        # Each variant's settings from those the session started with: one variant's never
+        # reach the next.
+        initial = {key: spark.conf.get(key, None) for key in VARIANT_KEYS}
         for variant in spec["variants"]:
-            if variant == "async":
-                # Every state file a file of its own, written by the executor's background writer.
-                spark.conf.set("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold", "0")
-                spark.conf.set("spark.sql.streaming.checkpointStorage.asyncStateWrites", "true")
-            else:
-                spark.conf.unset("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold")
-                spark.conf.unset("spark.sql.streaming.checkpointStorage.asyncStateWrites")
-            if variant == "rocksdb":
-                spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-                spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-            if variant == "hdfs":
-                spark.conf.set("spark.sql.streaming.stateStore.providerClass", HDFS_BACKED)
-                spark.conf.unset("spark.sql.streaming.checkpointFileManagerClass")
+            for key, value in dict(initial, **VARIANTS.get(variant, {})).items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
             for n, query_kind in enumerate(("aggregation", "deduplication")):
                 folder = os.path.join(spec["base"], variant, query_kind)
                 print(json.dumps(random_run(spark, faults, folder, variant, query_kind, spec["inputs"],
                                             spec["share"], spec["seed"] + n, spec["max_restarts"])), flush=True)
         spark.stop()
         return
-    for scenario in spec["scenarios"]:
-        threshold = "spark.sql.streaming.checkpointStorage.fileStateSizeThreshold"
-        if spec["storage"] == "filesystem" and "threshold" in scenario:
-            spark.conf.set(threshold, scenario["threshold"])
-        else:
-            spark.conf.unset(threshold)
-        for checkpoint in ("same-app", "new-app"):
-            query = Query(spark, os.path.join(spec["base"], scenario["name"], checkpoint), faults)
-            if spec["phase"] == "faults":
-                first = scenario.get("first_batch_fails", False)
-                if not first:
-                    report(scenario["name"], checkpoint, "before", query.run(3), query)
-                # The rules name this checkpoint's files: each checkpoint meets its own fault.
-                folder = re.escape(os.path.join(spec["base"], scenario["name"], checkpoint))
-                faults.arm(*[r.replace("{cp}", folder) for r in scenario["rules"]])
-                report(scenario["name"], checkpoint, "fault", query.run(1), query)
-                faults.disarm()
-                if checkpoint == "same-app":
-                    report(scenario["name"], checkpoint, "restart", query.run(1), query)
-            else:
-                report(scenario["name"], checkpoint, "resume", query.run(1), query)
+    # Each storage's scenarios in turn, in this one application (the storage is a setting of
+    # the session, read when a query starts), each in a folder of its own.
+    storages = spec.get("storages") or {spec["storage"]: {"base": spec["base"],
+                                                           "scenarios": spec["scenarios"]}}
+    for storage, plan in storages.items():
+        spark.conf.set(STORAGE, storage)
+        spark.conf.set(STORAGE + ".checkpointPath", uri(os.path.join(plan["base"], "storage")))
+        for scenario in plan["scenarios"]:
+            run_scenario(spark, faults, spec["phase"], storage, plan["base"], scenario,
+                         spec.get("batches_before", 3),
+                         lambda *step, storage=storage: report(*step, storage=storage))
     spark.stop()
+
+
+def run_scenario(spark, faults, phase, storage, base, scenario, batches_before, report):
+    threshold = STORAGE + ".fileStateSizeThreshold"
+    if storage == "filesystem" and "threshold" in scenario:
+        spark.conf.set(threshold, scenario["threshold"])
+    else:
+        spark.conf.unset(threshold)
+    for checkpoint in ("same-app", "new-app"):
+        query = Query(spark, os.path.join(base, scenario["name"], checkpoint), faults)
+        if phase == "faults":
+            first = scenario.get("first_batch_fails", False)
+            if not first:
+                report(scenario["name"], checkpoint, "before", query.run(batches_before), query)
+            # The rules name this checkpoint's files: each checkpoint meets its own fault.
+            folder = re.escape(os.path.join(base, scenario["name"], checkpoint))
+            faults.arm(*[r.replace("{cp}", folder) for r in scenario["rules"]])
+            report(scenario["name"], checkpoint, "fault", query.run(1), query)
+            faults.disarm()
+            if checkpoint == "same-app":
+                report(scenario["name"], checkpoint, "restart", query.run(1), query)
+        else:
+            report(scenario["name"], checkpoint, "resume", query.run(1), query)
 
 
 if __name__ == "__main__":
