@@ -24,12 +24,11 @@ ThisBuild / organization := "io.sparkcheckpointstorage"
 ThisBuild / version := projectVersion
 
 // Spark's operator suites run on our provider (HeapStreamingOperatorSuites.scala and, from 4.2,
-// HeapStreamingJoinSuites.scala) take about 16 minutes in all on 4.3; `test` runs those a
-// line names in the table's `suites` column (README, "Spark's own suites"), SCS_SPARK_SUITES=all
-// runs every one. The column's `TransformWithState` stands for Spark's TransformWithStateSuite
-// on RocksDB through our file manager, once per storage (TransformWithStateOnStorageSuites.scala,
-// 4.0+): 4 to 5 minutes per storage on 4.3 in full, 1 to 3 for the subset `test` runs
-// (value, list and map state, both kinds of timers, a restart, the state data source, where
+// HeapStreamingJoinSuites.scala); `test` runs those a line names in the table's `suites`
+// column (README, "Spark's own suites"), SCS_SPARK_SUITES=all runs every one. The column's
+// `TransformWithState` stands for Spark's TransformWithStateSuite on RocksDB through our file
+// manager, once per storage (TransformWithStateOnStorageSuites.scala, 4.0+), of which `test`
+// runs a subset (value, list and map state, both kinds of timers, a restart, the state data source, where
 // RocksDB's files went; the suite tags every other test OutsideCiSubset). The other tests
 // make the same file manager calls again (more restarts, more timer variants, Spark's own
 // validation errors), so CI keeps one of each kind; SCS_SPARK_SUITES=all or `testOnly` runs

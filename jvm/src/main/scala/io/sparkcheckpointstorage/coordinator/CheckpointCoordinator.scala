@@ -111,7 +111,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         reply = if (accepted) Done else {
           val message = limitMessage(p)
           CheckpointMonitor.driverInstance.foreach(_.commitFailed(p.root,
-            CheckpointMonitor.versionOf(p.relPath).map(_ - 1).getOrElse(-1L), "StateSizeLimit", message))
+            CheckpointPaths.stateVersionOf(p.relPath).map(_ - 1).getOrElse(-1L), "StateSizeLimit", message))
           Failed(FailureKind.StateSizeLimit, message)
         }
       }

@@ -3,7 +3,8 @@ package io.sparkcheckpointstorage.layout
 /**
  * Spark's own setting keys that this package reads, writes or names in its errors: the
  * ones a query records in its offset log and the ones that choose the state store provider
- * and the checkpoint file manager. Spelt once here (Python's twins are in `jvm_names.py`).
+ * and the checkpoint file manager, with the provider Spark uses when none is set. Spelt once
+ * here (Python's twins are in `jvm_names.py`).
  */
 object SparkSettingKeys {
   /** The state store provider class: Spark reads it when a query starts, records it in the offset log. */
@@ -20,6 +21,8 @@ object SparkSettingKeys {
   val RowChecksum = "spark.sql.streaming.stateStore.rowChecksum.enabled"
   /** RocksDB's changelog checkpointing (a changelog per version, snapshots now and then). */
   val RocksDbChangelogCheckpointing = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+  /** Spark's default state store provider: a query's when the session names none. */
+  val DefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
   /** Spark's default checkpoint root of queries. */
   val CheckpointLocation = "spark.sql.streaming.checkpointLocation"
 }

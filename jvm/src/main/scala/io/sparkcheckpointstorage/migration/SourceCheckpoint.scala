@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, OffsetLogEntry, SparkSettingKeys}
 import io.sparkcheckpointstorage.packs.PackDirectory
 import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.ResultCodec
@@ -153,15 +153,8 @@ object SourceCheckpoint {
   }
 
   /** The conf map of an offset log entry: `v1`, then the metadata JSON, then one line per source. */
-  def parseOffsetConf(content: String, where: String): Map[String, String] = {
-    val lines = content.split("\n", -1)
-    if (lines.length < 2 || !lines(0).startsWith("v")) {
-      throw new MigrationException(s"$where is not an offset log entry Spark wrote.")
-    }
-    val conf = ResultCodec.readTree(lines(1)).get("conf")
-    if (conf == null) Map.empty
-    else conf.fieldNames().asScala.map(k => k -> conf.get(k).asText()).toMap
-  }
+  def parseOffsetConf(content: String, where: String): Map[String, String] =
+    OffsetLogEntry.conf(content).getOrElse(throw new MigrationException(s"$where is not an offset log entry Spark wrote."))
 
   private def parseOperator(content: String, where: String): StatefulOperator = {
     val lines = content.split("\n", 2)

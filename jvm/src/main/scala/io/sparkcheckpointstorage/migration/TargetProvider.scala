@@ -2,10 +2,12 @@ package io.sparkcheckpointstorage.migration
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
+
 /** The state store providers a migration writes with, by their short names. */
 object TargetProvider {
   val Heap = "io.sparkcheckpointstorage.provider.HeapStateStoreProvider"
-  val Hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+  val Hdfs: String = SparkSettingKeys.DefaultProvider
   val RocksDb = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
   val ShortNames: Map[String, String] = Map("heap" -> Heap, "hdfs" -> Hdfs, "rocksdb" -> RocksDb)

@@ -8,14 +8,13 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.collection.mutable
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.scheduler.SparkListenerEvent
 import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, OffsetLogEntry, SparkSettingKeys}
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -57,7 +56,6 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
   private val deferred = new ConcurrentHashMap[String, (Starting, Option[(Long, Long)])]()
   /** Checkpoint root -> query id (its metadata), read once per root by the monitor's thread. */
   private val queryIds = new ConcurrentHashMap[String, String]()
-  private lazy val mapper = new ObjectMapper()
 
   private def submit(body: => Unit): Unit = executor.execute(() =>
     try body catch { case NonFatal(e) => log.debug(s"Checkpoint monitoring skipped a fact: $e") })
@@ -66,8 +64,8 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
   def queryStarting(root: String, sessionSettings: Iterable[(String, String)], storage: String): Unit =
     starting.put(root, Starting(settingsOf(sessionSettings, sparkConf), sessionSettings.collectFirst {
       case (SparkSettingKeys.ProviderClass, v) => v
-    }.getOrElse(DefaultProvider), sessionSettings.collectFirst {
-      case (ShufflePartitions, v) => v
+    }.getOrElse(SparkSettingKeys.DefaultProvider), sessionSettings.collectFirst {
+      case (SparkSettingKeys.ShufflePartitions, v) => v
     }.flatMap(v => scala.util.Try(v.toInt).toOption).getOrElse(200), storage, System.currentTimeMillis()))
 
   /**
@@ -114,7 +112,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
     val recorded = last.flatMap { case (b, _) => recordedConf(root, b) }.getOrElse(Map.empty)
     post(CheckpointQueryStarted(queryId, root, s.storage,
       recorded.getOrElse(SparkSettingKeys.ProviderClass, s.provider),
-      recorded.get(ShufflePartitions).flatMap(v => scala.util.Try(v.toInt).toOption).getOrElse(s.partitions),
+      recorded.get(SparkSettingKeys.ShufflePartitions).flatMap(v => scala.util.Try(v.toInt).toOption).getOrElse(s.partitions),
       last.map(_._1).getOrElse(-1L), last.map(_._2).getOrElse(-1L), s.atMs, s.settings))
   }
 
@@ -126,7 +124,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
     submit {
       val queryId = queryIdOf(root)
       val version = batchId + 1
-      val inline = packed.map(_.files).getOrElse(Nil).filter { case (rel, _) => versionOf(rel).contains(version) }
+      val inline = packed.map(_.files).getOrElse(Nil).filter { case (rel, _) => CheckpointPaths.stateVersionOf(rel).contains(version) }
       val inlineNames = inline.map(_._1).toSet
       val own = ownStateFiles(root, version).filterNot { case (rel, _) => inlineNames.contains(rel) }
       val ops = mutable.TreeMap[Int, (Int, Long, Long)]()
@@ -183,20 +181,11 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
     }
   }
 
-  /** The SQL settings batch `batchId`'s offset log entry records (its second line's "conf"). */
+  /** The SQL settings batch `batchId`'s offset log entry records. */
   private def recordedConf(root: String, batchId: Long): Option[Map[String, String]] =
     try {
-      FileSystemOperations.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf).flatMap { bytes =>
-        val lines = new String(bytes, StandardCharsets.UTF_8).split('\n')
-        if (lines.length < 2) None else {
-          val conf = mapper.readTree(lines(1)).get("conf")
-          if (conf == null) None else {
-            val out = Map.newBuilder[String, String]
-            conf.fields().forEachRemaining(e => out += e.getKey -> e.getValue.asText())
-            Some(out.result())
-          }
-        }
-      }
+      FileSystemOperations.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf)
+        .flatMap(bytes => OffsetLogEntry.conf(new String(bytes, StandardCharsets.UTF_8)))
     } catch { case NonFatal(_) => None }
 
   /** State files of their own (not inline) of store version `version` under `root`/state. */
@@ -209,7 +198,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
         val name = s.getPath.getName
         val childRel = s"$rel/$name"
         if (s.isDirectory) { if (name != "_metadata" && !name.startsWith("_")) walk(s.getPath, childRel) }
-        else if (!FileSystemOperations.isTemp(name) && versionOf(childRel).contains(version)) out += childRel -> s.getLen
+        else if (!FileSystemOperations.isTemp(name) && CheckpointPaths.stateVersionOf(childRel).contains(version)) out += childRel -> s.getLen
       }
     }
     walk(new Path(root, CheckpointPaths.State), CheckpointPaths.State)
@@ -219,18 +208,12 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
 
 object CheckpointMonitor {
   private val log = LoggerFactory.getLogger(classOf[CheckpointMonitor])
-  val DefaultProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-  val ShufflePartitions = "spark.sql.shuffle.partitions"
 
   private final case class Starting(settings: Seq[CheckpointSetting], provider: String, partitions: Int,
       storage: String, atMs: Long)
 
   /** The driver's monitor (set by the plugin when the driver runs it). */
   @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointMonitor] = None
-
-  /** The store version of a state file (by its name), as inspection counts it. */
-  def versionOf(rel: String): Option[Long] =
-    CheckpointPaths.storeOf(rel).flatMap { case (_, _, _, name) => StateFileNaming.versionOf(name) }.map(_.version)
 
   def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
 

@@ -28,6 +28,9 @@ object ResultCodec {
   /** A result (or a manifest) as JSON. */
   def toJson(result: Product): String = mapper.writeValueAsString(result)
 
+  /** Any value Jackson writes (Java and Scala collections, case classes) as JSON: the Checkpoints tab's JSON pages. */
+  def valueJson(value: AnyRef): String = mapper.writeValueAsString(value)
+
   /**
    * A manifest as the JSON of its file: its fields after the two naming its format
    * ([[FileFormat.VersionField]], [[FileFormat.MinReaderField]]), which results leave out.

@@ -72,7 +72,13 @@ class PendingStateWritesSuite extends AnyFunSuite {
     val writes = new PendingStateWrites()
     writes.started(a, "state/0/0/2.heap-delta", "w1", "1")
     writes.forget(a)
+    assert(writes.inFlight(a) == 0)
     writes.finished("w1", "java.io.IOException: late")
-    writes.awaitWritten(a, 1)
+    assert(writes.inFlight(a) == 0)
+    // The late failure of a forgotten write fails no later commit of the checkpoint.
+    writes.started(a, "state/0/0/3.heap-delta", "w2", "1")
+    writes.finished("w2", "")
+    writes.awaitWritten(a, 2)
+    assert(writes.inFlight(a) == 0)
   }
 }

@@ -3,8 +3,6 @@ package org.apache.spark.checkpointstorage.ui
 import scala.jdk.CollectionConverters._
 import scala.xml.Node
 
-import com.fasterxml.jackson.databind.ObjectMapper
-import com.fasterxml.jackson.module.scala.DefaultScalaModule
 import org.json4s.JValue
 import org.json4s.jackson.JsonMethods
 
@@ -13,6 +11,7 @@ import org.apache.spark.ui.{SparkUI, SparkUITab, UIUtils, WebUIPage}
 import org.apache.spark.util.Utils
 
 import io.sparkcheckpointstorage.monitoring.{CheckpointBatchRow, CheckpointsStatusListener, QueryCheckpoints, Stat}
+import io.sparkcheckpointstorage.results.ResultCodec
 
 /**
  * The "Checkpoints" tab (Flink's checkpoints tab): an overview of every streaming query's
@@ -37,9 +36,7 @@ class CheckpointsTab(val ui: SparkUI, val liveDriverHeld: Option[() => (Long, Lo
 }
 
 private[ui] object CheckpointsPages {
-  val mapper: ObjectMapper = new ObjectMapper().registerModule(DefaultScalaModule)
-
-  def json(value: AnyRef): JValue = JsonMethods.parse(mapper.writeValueAsString(value))
+  def json(value: AnyRef): JValue = JsonMethods.parse(ResultCodec.valueJson(value))
 
   val TableClass = "table table-bordered table-sm table-striped"
 
