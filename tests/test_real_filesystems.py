@@ -8,12 +8,12 @@ On each:
   the queries; with the file system storage on ``local-cluster``, where an executor JVM is
   SIGKILLed mid-stream first. Every result equals the batch computation
   (tests/support/stateful_operators.py, shared with tests/test_stateful_operators.py);
-- in one driver (tests/support/remote_storage_checks.py): both storages across a restart,
-  damaged and missing packs, retention (``minBatchesToRetain``) and background cleanup, a
-  savepoint from and to the remote file system resumed exactly, inspection; on S3 no request
-  copies an object (the state path never renames);
-- in another driver, ``DELETE_ON_CANCELLATION``; and the command line (no Spark session)
-  inspecting and savepointing remote locations.
+- in one driver for both file systems (tests/support/remote_storage_checks.py): both
+  storages across a restart, damaged and missing packs, retention (``minBatchesToRetain``)
+  and background cleanup, a savepoint from and to the remote file system resumed exactly,
+  inspection; on S3 no request copies an object (the state path never renames);
+- in another driver (again both file systems), ``DELETE_ON_CANCELLATION``; and the command
+  line (no Spark session) inspecting and savepointing remote locations.
 """
 import json
 import os
@@ -104,32 +104,62 @@ def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seawee
 
 
 # --------------------------------------------------------------------------------------
-# Storage behaviour in one driver per file system.
+# Storage behaviour, both file systems in one driver.
 
-def run_checks(fs, tmp_path, checks, extra_conf=None):
-    work = tmp_path / "work"
-    work.mkdir()
-    spec = {"work": str(work), "root": unique(fs, "storages"), "checks": checks,
-            "spark_conf": dict(realfs.spark_settings(fs), **(extra_conf or {}))}
+def settings_of(filesystems, extra_conf=None) -> dict:
+    """The settings of a session that reaches every file system of ``filesystems`` (their
+    jars' class paths joined)."""
+    conf = {}
+    for fs in filesystems:
+        for key, value in realfs.spark_settings(fs).items():
+            conf[key] = conf[key] + ":" + value if key.endswith("extraClassPath") and key in conf else value
+    conf.update(extra_conf or {})
+    return conf
+
+
+def run_checks(filesystems, tmp_path, checks, extra_conf=None) -> dict:
+    """Runs ``checks`` on each file system of ``filesystems``, one after the other in one
+    driver process; scheme -> its results."""
+    runs = {}
+    for fs in filesystems:
+        work = tmp_path / ("work-" + fs.scheme)
+        work.mkdir()
+        runs[fs.scheme] = {"work": str(work), "root": unique(fs, "storages"), "checks": checks}
+    spec = {"runs": list(runs.values()), "spark_conf": settings_of(filesystems, extra_conf)}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    before = fs.request_counts() if isinstance(fs, realfs.SeaweedS3) else None
+    s3 = [fs for fs in filesystems if isinstance(fs, realfs.SeaweedS3)]
+    before = s3[0].request_counts() if s3 else None
     checks_driver = os.path.join(TESTS, "support", "remote_storage_checks.py")
     result = subprocess.run([sys.executable, checks_driver, str(tmp_path / "spec.json")],
                             capture_output=True, text=True,
-                            timeout=900, env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
+                            timeout=1200, env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
+    (tmp_path / "stdout.txt").write_text(result.stdout)
+    (tmp_path / "stderr.txt").write_text(result.stderr)
     assert_ok(result)
-    results = json.loads((work / "results.json").read_text())
-    results["root"] = spec["root"]
-    if before is not None:
-        after = fs.request_counts()
-        results["requests"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    return results
+    out = {}
+    for fs in filesystems:
+        results = json.loads((tmp_path / ("work-" + fs.scheme) / "results.json").read_text())
+        results["root"] = runs[fs.scheme]["root"]
+        if isinstance(fs, realfs.SeaweedS3):
+            # The S3 server's requests while the driver ran: the other file systems' checks
+            # make none.
+            after = fs.request_counts()
+            results["requests"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        out[fs.scheme] = results
+    return out
 
 
 @pytest.fixture(scope="module")
-def storage_results(remote_fs, tmp_path_factory):
-    return run_checks(remote_fs, tmp_path_factory.mktemp("checks-" + remote_fs.scheme),
+def storage_results_of(minidfs, seaweed_s3, tmp_path_factory):
+    """scheme -> the results of the checks on that file system: both file systems' checks in
+    one driver (one JVM start for both)."""
+    return run_checks([minidfs, seaweed_s3], tmp_path_factory.mktemp("checks"),
                       ["restart", "damaged_packs", "retention", "savepoint", "inspection"])
+
+
+@pytest.fixture(scope="module")
+def storage_results(remote_fs, storage_results_of):
+    return storage_results_of[remote_fs.scheme]
 
 
 def no_error(results, check_name):
@@ -204,9 +234,18 @@ def test_object_store_state_path_never_copies(seaweed_s3, storage_results, remot
 # --------------------------------------------------------------------------------------
 # DELETE_ON_CANCELLATION (a start-up setting: a driver of its own), and the command line.
 
-def test_delete_on_cancellation_deletes_the_remote_checkpoint(remote_fs, tmp_path):
-    r = run_checks(remote_fs, tmp_path, ["delete_on_cancellation"], {
-        "spark.sql.streaming.checkpointStorage.externalizedCleanup": "DELETE_ON_CANCELLATION"})
+@pytest.fixture(scope="module")
+def deleted_on_cancellation(minidfs, seaweed_s3, tmp_path_factory):
+    """scheme -> the delete_on_cancellation check's results: both file systems in one driver
+    started with DELETE_ON_CANCELLATION."""
+    return run_checks([minidfs, seaweed_s3], tmp_path_factory.mktemp("delete-on-cancellation"),
+                      ["delete_on_cancellation"], {
+                          "spark.sql.streaming.checkpointStorage.externalizedCleanup":
+                              "DELETE_ON_CANCELLATION"})
+
+
+def test_delete_on_cancellation_deletes_the_remote_checkpoint(remote_fs, deleted_on_cancellation):
+    r = deleted_on_cancellation[remote_fs.scheme]
     no_error(r, "delete_on_cancellation")
     assert r["delete-on-cancellation"]["deleted"], r
     assert r["delete-on-cancellation"]["left"] == []

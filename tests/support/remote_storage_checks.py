@@ -4,7 +4,9 @@ which asserts on the ``results.json`` written here (nothing here asserts).
 
 ``spec``: ``work`` (a local folder: inputs, results), ``root`` (the remote folder, e.g.
 ``s3a://bucket/run-1``), ``spark_conf`` (what reaches the file system), ``checks`` (names
-of the functions below, run in order). Each check records what the test needs: state read
+of the functions below, run in order); or ``runs``, a list of such ``work``, ``root`` and
+``checks``, one per file system, run one after the other in this driver (``spark_conf``
+reaching them all). Each check records what the test needs: state read
 back, files found on the remote file system, error messages.
 
 Every query is the aggregation of the storage tests (support/aggregation.py: input files are
@@ -210,17 +212,20 @@ def main(argv):
     with open(argv[1]) as f:
         spec = json.load(f)
     spark = session(spec)
-    checks = Checks(spark, spec)
-    for name in spec["checks"]:
-        started = time.time()
-        try:
-            getattr(checks, name)()
-        except Exception:  # noqa: BLE001 - recorded for the test, which names the check
-            checks.results.setdefault("errors", {})[name] = traceback.format_exc()[-6000:]
-        checks.results.setdefault("seconds", {})[name] = round(time.time() - started, 1)
-        print("CHECK %s in %.1f s" % (name, time.time() - started), flush=True)
-    with open(os.path.join(spec["work"], "results.json"), "w") as f:
-        json.dump(checks.results, f, default=str)
+    # One run of checks per file system the spec names (``runs``: each its own ``work``,
+    # ``root`` and ``checks``), all in this one driver; or the spec's own.
+    for run in spec.get("runs") or [spec]:
+        checks = Checks(spark, run)
+        for name in run["checks"]:
+            started = time.time()
+            try:
+                getattr(checks, name)()
+            except Exception:  # noqa: BLE001 - recorded for the test, which names the check
+                checks.results.setdefault("errors", {})[name] = traceback.format_exc()[-6000:]
+            checks.results.setdefault("seconds", {})[name] = round(time.time() - started, 1)
+            print("CHECK %s %s in %.1f s" % (run["root"], name, time.time() - started), flush=True)
+        with open(os.path.join(run["work"], "results.json"), "w") as f:
+            json.dump(checks.results, f, default=str)
     spark.stop()
 
 
