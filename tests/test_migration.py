@@ -57,10 +57,13 @@ TARGET_SPEC = {"heap_to_rocksdb_changelog": CHANGELOG}
 #: Runs several steps of support/stateful_operators.py's driver, one after the other, in ONE
 #: driver JVM (one process): each step gets a session of its own (``newSession()``: its own
 #: provider, storage, file manager and settings, as the step's spec names them; the
-#: SparkContext and the settings every step shares come from a first session with none of
-#: a step's), and is not stopped by the step. A step that fails records its traceback and
-#: the next one runs. Writes ``<name>.json`` ({"error", "seconds"}) per step into the
-#: folder of the steps file, and moves there a step's results.json as ``<name>.results.json``.
+#: SparkContext and the settings every step shares come from a first session, started at
+#: once, with none of a step's), and is not stopped by the step. A step with ``after`` (the
+#: ``<name>.json`` another such process writes when a step ends) waits for it, and fails if
+#: that step failed or its process ended without it (an ``_ended`` file beside it). A step
+#: that fails records its traceback and the next one runs. Writes ``<name>.json``
+#: ({"error", "seconds"}) per step into the folder of the steps file, and moves there a
+#: step's results.json as ``<name>.results.json``.
 _SHARED_DRIVER = """
     import json, os, sys, time, traceback
     sys.path.insert(0, %r)
@@ -70,10 +73,6 @@ _SHARED_DRIVER = """
         base = None
 
         def session(self):
-            if Step.base is None:
-                neutral = dict(self.spec, provider="heap", storage=None, spark_conf=None,
-                               file_manager=None)
-                Step.base = so.Driver(neutral).session()
             spark = Step.base.newSession()
             spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                            so.provider_class(self.spec["provider"]))
@@ -93,12 +92,30 @@ _SHARED_DRIVER = """
             self.spark = spark
             return spark
 
+    def wait_for(done):
+        ended = os.path.join(os.path.dirname(done), "_ended")
+        while not os.path.exists(done):
+            if os.path.exists(ended) and not os.path.exists(done):
+                raise RuntimeError("%%s was never written: its driver process ended" %% done)
+            time.sleep(0.5)
+        with open(done) as f:
+            error = json.load(f)["error"]
+        if error:
+            raise RuntimeError("the step this one needs failed (%%s)" %% done)
+
     folder = os.path.dirname(%r)
     with open(%r) as f:
         steps = json.load(f)
+    if steps:
+        neutral = dict(steps[0]["spec"], provider="heap", storage=None, spark_conf=None,
+                       file_manager=None)
+        Step.base = so.Driver(neutral).session()
     for step in steps:
         started = time.time()
         try:
+            if step.get("after"):
+                wait_for(step["after"])
+                started = time.time()
             Step(step["spec"]).run()
             if step["spec"].get("results"):
                 os.rename(os.path.join(step["spec"]["work"], "results.json"),
@@ -107,40 +124,58 @@ _SHARED_DRIVER = """
         except BaseException:
             error = traceback.format_exc()
             print("STEP %%s FAILED:\\n%%s" %% (step["name"], error), flush=True)
-        with open(os.path.join(folder, step["name"] + ".json"), "w") as f:
+        done = os.path.join(folder, step["name"] + ".json")
+        with open(done + ".tmp", "w") as f:
             json.dump({"error": error, "seconds": round(time.time() - started, 1)}, f)
+        os.rename(done + ".tmp", done)  # whole, for a process waiting for it
         print("STEP %%s in %%.1f s" %% (step["name"], time.time() - started), flush=True)
     if Step.base is not None:
         Step.base.stop()
 """
 
 
-def run_steps(folder, steps: list) -> dict:
-    """Runs ``steps`` (each {"name", "spec"}) in one driver process (``_SHARED_DRIVER``);
-    step name -> its traceback, or None. The process's whole stdout and stderr stay in
-    ``folder``."""
+def start_steps(folder, steps: list):
+    """Starts a driver process running ``steps`` (each {"name", "spec"[, "after"]}; see
+    ``_SHARED_DRIVER``); its stdout and stderr go to files in ``folder``."""
+    import textwrap
     folder.mkdir()
     steps_path = folder / "steps.json"
     steps_path.write_text(json.dumps(steps))
     tests = os.path.dirname(os.path.abspath(__file__))
-    result = Subprocess(folder).python(_SHARED_DRIVER % (tests, str(steps_path), str(steps_path)),
-                                       timeout=2400, env={"TZ": "UTC"})
-    (folder / "stdout.txt").write_text(result.stdout)
-    (folder / "stderr.txt").write_text(result.stderr)
+    script = folder / "script.py"
+    script.write_text(textwrap.dedent(_SHARED_DRIVER % (tests, str(steps_path), str(steps_path))))
+    with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err,
+                                env=Subprocess(folder).env({"TZ": "UTC"}), cwd=str(folder))
+    return folder, steps, proc
+
+
+def finish_steps(started, timeout: float = 2400) -> dict:
+    """Waits for a process of ``start_steps``, then writes ``_ended`` beside its steps' files
+    (the steps of another process waiting for one of them stop waiting); step name -> its
+    traceback, or None."""
+    folder, steps, proc = started
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    (folder / "_ended").write_text("")
     errors = {}
     for step in steps:
         done = folder / (step["name"] + ".json")
         if done.exists():
             errors[step["name"]] = json.loads(done.read_text())["error"]
         else:
-            errors[step["name"]] = "the driver process ended before this step:\n%s" % (
-                assert_failed_message(result))
+            errors[step["name"]] = "the driver process ended before this step (exit %s):\n%s" % (
+                proc.returncode, ((folder / "stderr.txt").read_text())[-8000:])
     return errors
 
 
-def assert_failed_message(result) -> str:
-    return "exit %d\nstdout:\n%s\nstderr:\n%s" % (
-        result.returncode, result.stdout[-5000:], result.stderr[-8000:])
+def run_steps(folder, steps: list) -> dict:
+    """``steps`` in one driver process (``_SHARED_DRIVER``), to its end; step name -> its
+    traceback, or None."""
+    return finish_steps(start_steps(folder, steps))
 
 
 @pytest.fixture(scope="module")
@@ -148,9 +183,9 @@ def directions(request, tmp_path_factory):
     """direction -> the target driver's results.json. Every selected direction runs at the
     first call, in two driver processes: the first writes each direction's source (its
     operators' queries over files 0-2; direction after direction in one driver JVM, a session
-    each), the second migrates each direction's checkpoints and resumes them over files 3, 4
-    and the flush (again one JVM, a session per direction): each target runs in a driver
-    other than its source's."""
+    each), the second migrates each direction's checkpoints once its source is written and
+    resumes them over files 3, 4 and the flush (again one JVM, a session per direction): each
+    target runs in a driver other than its source's, the two side by side."""
     selected = sorted({item.callspec.params["direction"] for item in request.session.items
                        if item.originalname == "test_migrated_queries_resume_with_exact_results"
                        and hasattr(item, "callspec")}) or sorted(DIRECTIONS)
@@ -168,8 +203,16 @@ def directions(request, tmp_path_factory):
             checkpoint_root=str(work / "dst"), migrate_from=str(work / "src"),
             migrate_to=target, feed=[3, 4, "flush"], results=True,
             via_canonical_savepoint="canonical" in direction)})
-    source_errors = run_steps(root / "sources", sources)
-    target_errors = run_steps(root / "targets", [t for t in targets if not source_errors[t["name"]]])
+    # The targets' driver starts with the sources' (its JVM's start overlaps their batches),
+    # each direction's migration waiting for its source to be written.
+    for t in targets:
+        t["after"] = str(root / "sources" / (t["name"] + ".json"))
+    started = start_steps(root / "sources", sources)
+    try:
+        resumed = start_steps(root / "targets", targets)
+    finally:
+        source_errors = finish_steps(started)
+    target_errors = finish_steps(resumed)
 
     def get(direction):
         assert not source_errors[direction], "the source driver failed:\n%s" % source_errors[direction]
