@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import assert_ok, run_operators_driver
+from conftest import assert_ok
 from support import counting
 from support import stateful_operators as so
 from support.counting import (COUNTS, assert_counts_match, kill_while_writing, resume,
@@ -40,19 +40,27 @@ STEPS = [("heap", 7, [3]), ("hdfs", 2, [4, "flush"])]
 def rescaled(tmp_path_factory):
     """The results of each rescale step (stateful_operators' results.json), in order. The
     source runs in a driver of its own; the rescale steps, one after the other, in a second
-    one (one driver JVM, a session per step: test_migration.run_steps)."""
-    from test_migration import run_steps
+    one (one driver JVM, a session per step: test_migration.start_steps), started beside the
+    first and waiting for its source to be written."""
+    from test_migration import finish_steps, start_steps
     root = tmp_path_factory.mktemp("rescale")
     work = root / "work"
     common = dict(work=str(work), master="local[2]", operators=OPERATORS)
-    assert_ok(run_operators_driver(root / "source", dict(
-        common, provider="hdfs", checkpoint_root=str(work / "cp0"), feed=[0, 1, 2])))
+    source = [{"name": "source", "spec": dict(
+        common, provider="hdfs", checkpoint_root=str(work / "cp0"), feed=[0, 1, 2])}]
     steps = [{"name": "step%d" % i, "spec": dict(
         common, provider="hdfs", checkpoint_root=str(work / ("cp%d" % i)),
         migrate_from=str(work / ("cp%d" % (i - 1))), migrate_to=provider,
         migrate_partitions=n, feed=feed, results=True, check_placement=True)}
         for i, (provider, n, feed) in enumerate(STEPS, 1)]
-    errors = run_steps(root / "steps", steps)
+    steps[0]["after"] = str(root / "source" / "source.json")
+    started = start_steps(root / "source", source)
+    try:
+        rescaling = start_steps(root / "steps", steps)
+    finally:
+        errors = finish_steps(started)
+    errors.update(finish_steps(rescaling))
+    assert not errors["source"], "the source driver failed:\n%s" % errors["source"]
     results = []
     for step in steps:
         # A step that failed fails the steps after it too (each rescales the one before).
