@@ -12,8 +12,8 @@ On each:
   storages across a restart, damaged and missing packs, retention (``minBatchesToRetain``)
   and background cleanup, a savepoint from and to the remote file system resumed exactly,
   inspection; on S3 no request copies an object (the state path never renames);
-- in another driver (again both file systems), ``DELETE_ON_CANCELLATION``; and the command
-  line (no Spark session) inspecting and savepointing remote locations.
+- in another driver beside it (again both file systems), ``DELETE_ON_CANCELLATION``; and
+  the command line (no Spark session) inspecting and savepointing remote locations.
 """
 import json
 import os
@@ -104,7 +104,7 @@ def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seawee
 
 
 # --------------------------------------------------------------------------------------
-# Storage behaviour, both file systems in one driver.
+# Storage behaviour, both file systems in one driver; DELETE_ON_CANCELLATION in another.
 
 def settings_of(filesystems, extra_conf=None) -> dict:
     """The settings of a session that reaches every file system of ``filesystems`` (their
@@ -117,9 +117,9 @@ def settings_of(filesystems, extra_conf=None) -> dict:
     return conf
 
 
-def run_checks(filesystems, tmp_path, checks, extra_conf=None) -> dict:
-    """Runs ``checks`` on each file system of ``filesystems``, one after the other in one
-    driver process; scheme -> its results."""
+def start_checks(filesystems, tmp_path, checks, extra_conf=None):
+    """Starts a driver process running ``checks`` on each file system of ``filesystems``, one
+    after the other (support/remote_storage_checks.py)."""
     runs = {}
     for fs in filesystems:
         work = tmp_path / ("work-" + fs.scheme)
@@ -130,36 +130,74 @@ def run_checks(filesystems, tmp_path, checks, extra_conf=None) -> dict:
     s3 = [fs for fs in filesystems if isinstance(fs, realfs.SeaweedS3)]
     before = s3[0].request_counts() if s3 else None
     checks_driver = os.path.join(TESTS, "support", "remote_storage_checks.py")
-    result = subprocess.run([sys.executable, checks_driver, str(tmp_path / "spec.json")],
-                            capture_output=True, text=True,
-                            timeout=1200, env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
-    (tmp_path / "stdout.txt").write_text(result.stdout)
-    (tmp_path / "stderr.txt").write_text(result.stderr)
-    assert_ok(result)
+    with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen([sys.executable, checks_driver, str(tmp_path / "spec.json")],
+                                stdout=out, stderr=err, env=Subprocess(tmp_path).env(),
+                                cwd=str(tmp_path))
+    return dict(filesystems=filesystems, tmp_path=tmp_path, runs=runs, before=before, proc=proc)
+
+
+def finish_checks(started, timeout: float = 1200) -> dict:
+    """Waits for a driver of ``start_checks``; scheme -> its results (with, on S3, the
+    server's requests from the driver's start to its end)."""
+    proc, tmp_path = started["proc"], started["tmp_path"]
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    assert_ok(subprocess.CompletedProcess(proc.args, proc.returncode,
+                                          (tmp_path / "stdout.txt").read_text(),
+                                          (tmp_path / "stderr.txt").read_text()))
     out = {}
-    for fs in filesystems:
+    for fs in started["filesystems"]:
         results = json.loads((tmp_path / ("work-" + fs.scheme) / "results.json").read_text())
-        results["root"] = runs[fs.scheme]["root"]
+        results["root"] = started["runs"][fs.scheme]["root"]
         if isinstance(fs, realfs.SeaweedS3):
-            # The S3 server's requests while the driver ran: the other file systems' checks
-            # make none.
             after = fs.request_counts()
-            results["requests"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+            results["requests"] = {k: after.get(k, 0) - started["before"].get(k, 0) for k in after}
         out[fs.scheme] = results
     return out
 
 
 @pytest.fixture(scope="module")
-def storage_results_of(minidfs, seaweed_s3, tmp_path_factory):
-    """scheme -> the results of the checks on that file system: both file systems' checks in
-    one driver (one JVM start for both)."""
-    return run_checks([minidfs, seaweed_s3], tmp_path_factory.mktemp("checks"),
-                      ["restart", "damaged_packs", "retention", "savepoint", "inspection"])
+def checks_results(minidfs, seaweed_s3, tmp_path_factory):
+    """The two drivers of the checks, side by side, each on both file systems: the storage
+    checks; DELETE_ON_CANCELLATION (a start-up setting: a driver of its own). The S3 requests
+    counted for the first include the second's: its queries copy nothing either."""
+    both = [minidfs, seaweed_s3]
+    storages = start_checks(both, tmp_path_factory.mktemp("checks"),
+                            ["restart", "damaged_packs", "retention", "savepoint", "inspection"])
+    def outcome(started):
+        # A driver that failed fails the tests of its own results only.
+        try:
+            return finish_checks(started)
+        except AssertionError as e:
+            return e
+
+    delete = None
+    try:
+        delete = start_checks(both, tmp_path_factory.mktemp("delete-on-cancellation"),
+                              ["delete_on_cancellation"], {
+                                  "spark.sql.streaming.checkpointStorage.externalizedCleanup":
+                                      "DELETE_ON_CANCELLATION"})
+    finally:
+        # The delete driver's requests fall inside the storage checks' count.
+        deleted = outcome(delete) if delete is not None else None
+        checked = outcome(storages)
+    return {"storages": checked, "delete": deleted}
+
+
+def results_of(checks_results, driver, fs):
+    results = checks_results[driver]
+    if isinstance(results, AssertionError):
+        pytest.fail("the %s driver failed: %s" % (driver, results), pytrace=False)
+    return results[fs.scheme]
 
 
 @pytest.fixture(scope="module")
-def storage_results(remote_fs, storage_results_of):
-    return storage_results_of[remote_fs.scheme]
+def storage_results(remote_fs, checks_results):
+    return results_of(checks_results, "storages", remote_fs)
 
 
 def no_error(results, check_name):
@@ -232,20 +270,10 @@ def test_object_store_state_path_never_copies(seaweed_s3, storage_results, remot
 
 
 # --------------------------------------------------------------------------------------
-# DELETE_ON_CANCELLATION (a start-up setting: a driver of its own), and the command line.
+# DELETE_ON_CANCELLATION (a start-up setting: a driver of its own, above), and the command line.
 
-@pytest.fixture(scope="module")
-def deleted_on_cancellation(minidfs, seaweed_s3, tmp_path_factory):
-    """scheme -> the delete_on_cancellation check's results: both file systems in one driver
-    started with DELETE_ON_CANCELLATION."""
-    return run_checks([minidfs, seaweed_s3], tmp_path_factory.mktemp("delete-on-cancellation"),
-                      ["delete_on_cancellation"], {
-                          "spark.sql.streaming.checkpointStorage.externalizedCleanup":
-                              "DELETE_ON_CANCELLATION"})
-
-
-def test_delete_on_cancellation_deletes_the_remote_checkpoint(remote_fs, deleted_on_cancellation):
-    r = deleted_on_cancellation[remote_fs.scheme]
+def test_delete_on_cancellation_deletes_the_remote_checkpoint(remote_fs, checks_results):
+    r = results_of(checks_results, "delete", remote_fs)
     no_error(r, "delete_on_cancellation")
     assert r["delete-on-cancellation"]["deleted"], r
     assert r["delete-on-cancellation"]["left"] == []
