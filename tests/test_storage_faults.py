@@ -33,36 +33,77 @@ OWN_FILE_SCENARIOS = [
 STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + OWN_FILE_SCENARIOS, "driver": PACK_SCENARIOS}
 
 
-def run_phase(tmp_path, storage, phase, scenarios, **extra):
+def start_phase(tmp_path, storage, phase, scenarios, **extra):
+    """Starts support/fault_queries.py's application for ``phase`` (see its doc)."""
+    import subprocess
+    import sys
+    import textwrap
     spec = {"base": str(tmp_path / "runs"), "faults": str(tmp_path / "faults"), "storage": storage,
             "phase": phase, "scenarios": scenarios}
     spec.update(extra)
     spec_path = tmp_path / ("spec-%s.json" % phase)
     spec_path.write_text(json.dumps(spec))
     tests = os.path.dirname(os.path.abspath(__file__))
-    result = Subprocess(tmp_path).python(
+    script = tmp_path / ("script-%s.py" % phase)
+    script.write_text(textwrap.dedent(
         "import sys; sys.path.insert(0, %r)\nfrom support import fault_queries\nfault_queries.main(%r)\n"
-        % (tests, str(spec_path)), timeout=900)
-    (tmp_path / ("stderr-%s.txt" % phase)).write_text(result.stderr)
-    (tmp_path / ("stdout-%s.txt" % phase)).write_text(result.stdout)
-    out = assert_ok(result)
+        % (tests, str(spec_path))))
+    with open(tmp_path / ("stdout-%s.txt" % phase), "w") as out, \
+            open(tmp_path / ("stderr-%s.txt" % phase), "w") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err,
+                                env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
+    return tmp_path, phase, proc
+
+
+def finish_phase(started, timeout: float = 900):
+    """Waits for an application of ``start_phase``; its JSON lines (fails showing its output
+    if it failed)."""
+    import subprocess
+    tmp_path, phase, proc = started
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    out = (tmp_path / ("stdout-%s.txt" % phase)).read_text()
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out,
+                                         (tmp_path / ("stderr-%s.txt" % phase)).read_text())
+    assert_ok(result)
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def run_phase(tmp_path, storage, phase, scenarios, **extra):
+    return finish_phase(start_phase(tmp_path, storage, phase, scenarios, **extra))
 
 
 @pytest.fixture(scope="module")
 def fault_runs(request, tmp_path_factory):
     """The runs of both storages' scenarios (the selected ones'): every storage's faults in
-    one application, then every checkpoint resumed in a new one; (folder, lines)."""
+    one application, and every checkpoint resumed in a new one; (folder, lines)."""
     selected = sorted({item.callspec.params["storage"] for item in request.session.items
                        if item.originalname == "test_a_failed_or_unanswered_write_never_loses_state"
                        and hasattr(item, "callspec")}) or sorted(STORAGE_SCENARIOS)
     tmp_path = tmp_path_factory.mktemp("faults")
     storages = {storage: {"base": str(tmp_path / "runs" / storage),
                           "scenarios": STORAGE_SCENARIOS[storage]} for storage in selected}
-    runs = []
-    for phase in ("faults", "resume"):
-        runs += run_phase(tmp_path, selected[0], phase, [], storages=storages,
-                          batches_before=BATCHES_BEFORE)
+    # The new application starts beside the faults' one and resumes each scenario's
+    # checkpoints once that one is done with them.
+    ended = tmp_path / "faults-phase-ended"
+    faulting = start_phase(tmp_path, selected[0], "faults", [], storages=storages,
+                           batches_before=BATCHES_BEFORE)
+    resuming = None
+    try:
+        resuming = start_phase(tmp_path, selected[0], "resume", [], storages=storages,
+                               after=str(ended))
+        runs = finish_phase(faulting)
+    except BaseException:
+        for started in (faulting, resuming):
+            if started is not None and started[2].poll() is None:
+                started[2].kill()
+        raise
+    finally:
+        ended.write_text("")
+    runs += finish_phase(resuming)
     return tmp_path, runs
 
 

@@ -5,7 +5,9 @@ it), its checkpoint and storage on the fault-injecting file system (support/faul
 ``phase: "faults"``: for every scenario, two checkpoints. Each runs three batches, then the
 scenario's fault is armed and the fourth batch must fail. Checkpoint ``same-app`` is restarted
 in this application (the failed batch again, one more); ``new-app`` is left for the next.
-``phase: "resume"``: every checkpoint resumes in this (new) application and runs one more batch.
+``phase: "resume"``: every checkpoint resumes in this (new) application and runs one more batch;
+with ``after`` (a file the test writes once the faults' application ended), each scenario
+waits until that application has finished it, so both applications may run side by side.
 ``phase: "random"``: a share of every operation on the checkpoints fails at random for a whole
 run of an aggregation and a deduplication, each restarted (in this application) whenever it
 dies, with our provider and storage (with asyncStateWrites too), Spark's RocksDB provider
@@ -256,7 +258,8 @@ def neighbour_phase(spark, faults, base, stall_ms, report_line):
 def main(spec_path):
     with open(spec_path) as f:
         spec = json.load(f)
-    faults = Faults(spec["faults"])
+    # A phase that waits for another application's (``after``) keeps the rules it arms.
+    faults = Faults(spec["faults"], reset=not spec.get("after"))
     builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.streaming.checkpointStorage", spec["storage"])
@@ -306,10 +309,27 @@ def main(spec_path):
         spark.conf.set(STORAGE, storage)
         spark.conf.set(STORAGE + ".checkpointPath", uri(os.path.join(plan["base"], "storage")))
         for scenario in plan["scenarios"]:
+            done = os.path.join(plan["base"], scenario["name"], ".phase-done")
+            if spec.get("after"):
+                wait_for_scenario(done, spec["after"])
             run_scenario(spark, faults, spec["phase"], storage, plan["base"], scenario,
                          spec.get("batches_before", 3),
                          lambda *step, storage=storage: report(*step, storage=storage))
+            with open(done, "w"):  # for an application waiting for this scenario's phase
+                pass
     spark.stop()
+
+
+def wait_for_scenario(done, ended):
+    """Until the previous phase's application finished the scenario (``done``); fails once
+    that application ended (``ended`` exists) without it."""
+    import time
+    while not os.path.exists(done):
+        if os.path.exists(ended):
+            if os.path.exists(done):
+                break
+            raise RuntimeError("the previous phase never finished %s: its application ended" % done)
+        time.sleep(0.2)
 
 
 def run_scenario(spark, faults, phase, storage, base, scenario, batches_before, report):

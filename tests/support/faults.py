@@ -27,12 +27,15 @@ class Faults:
     folder where rules fired a given number of times are counted (across JVMs), and the log
     of every fault injected."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, reset: bool = True):
+        """``reset``: start with no rules (False: keep those another process armed)."""
         os.makedirs(folder, exist_ok=True)
         self.rules_file = os.path.join(folder, "rules")
         self.state_dir = os.path.join(folder, "fired")
         self.log = os.path.join(folder, "injected.log")
-        open(self.rules_file, "w").close()
+        if reset or not os.path.exists(self.rules_file):
+            with open(self.rules_file, "a" if not reset else "w"):
+                pass
 
     def spark_conf(self, random: Optional[Dict[str, str]] = None) -> Dict[str, str]:
         """The session settings that register the file system (driver and executors load its
