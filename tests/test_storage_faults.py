@@ -55,7 +55,7 @@ def start_phase(tmp_path, storage, phase, scenarios, **extra):
     return tmp_path, phase, proc
 
 
-def finish_phase(started, timeout: float = 900):
+def finish_phase(started, timeout: float = 1800):
     """Waits for an application of ``start_phase``; its JSON lines (fails showing its output
     if it failed)."""
     import subprocess
