@@ -25,6 +25,15 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 
+def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
+    """Waits for ``proc``; kills it when it outlives ``timeout`` seconds (a hung driver)."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Subprocess:
     """Runs Python code or spark-submit in a fresh process: each gets its own driver JVM."""
 

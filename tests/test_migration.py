@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import Subprocess, assert_ok, wait_or_kill
 from support import counting
 from support import stateful_operators as so
 from support.counting import (COUNTS, PROVIDER_CONF, add_file, assert_counts_match,
@@ -155,11 +155,7 @@ def finish_steps(started, timeout: float = 2400) -> dict:
     (the steps of another process waiting for one of them stop waiting); step name -> its
     traceback, or None."""
     folder, steps, proc = started
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    wait_or_kill(proc, timeout)
     (folder / "_ended").write_text("")
     errors = {}
     for step in steps:

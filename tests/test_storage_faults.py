@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import Subprocess, assert_ok, wait_or_kill
 
 #: batches each checkpoint commits before its scenario's fault is armed (packs 1-2)
 BATCHES_BEFORE = 2
@@ -60,11 +60,7 @@ def finish_phase(started, timeout: float = 1800):
     if it failed)."""
     import subprocess
     tmp_path, phase, proc = started
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    wait_or_kill(proc, timeout)
     out = (tmp_path / ("stdout-%s.txt" % phase)).read_text()
     result = subprocess.CompletedProcess(proc.args, proc.returncode, out,
                                          (tmp_path / ("stderr-%s.txt" % phase)).read_text())

@@ -40,7 +40,6 @@ object ResultCodec {
     file.put(FileFormat.VersionField, format.current)
     file.put(FileFormat.MinReaderField, FileFormat.MinReaderVersion)
     file.setAll(mapper.valueToTree[ObjectNode](manifest))
-    file.put(FileFormat.VersionField, format.current)
     mapper.writeValueAsString(file)
   }
 
