@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming, StorageMarker}
-import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, PackedBatch}
+import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, CommittedState, PackedBatch}
 import io.sparkcheckpointstorage.packs.{PackCleaner, PackDirectory}
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
@@ -51,6 +51,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   private val cleaner = new PackCleaner(hadoopConf)
   /** State files executors are writing in the background (`asyncStateWrites`). */
   val backgroundWrites = new PendingStateWrites()
+  private val ownFiles = new OwnStateFiles()
 
   def heldInlineBytes: Long = held.current
 
@@ -88,8 +89,13 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         case DeleteInline(root, rel) =>
           dropInline(root, rel)
           Done
-        case WritePending(root, rel, id, executor) =>
+        case OwnFileWritten(root, rel, bytes) =>
+          ownFiles.written(root, rel, bytes)
+          dropInline(root, rel)
+          Done
+        case WritePending(root, rel, id, executor, bytes) =>
           backgroundWrites.started(root, rel, id, executor)
+          ownFiles.written(root, rel, bytes)
           dropInline(root, rel)
           Done
         case WriteDone(_, _, id, error) =>
@@ -135,24 +141,26 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * (`asyncStateWrites`), and fails if one was not written: the batch does not commit.
    * It fails too when a store of the checkpoint holds no state of the batch's version at all
    * ([[checkDurable]]): a commit log entry is never written for state that is nowhere.
-   * Returns what the batch's packs hold (for the checkpoints tab), None when none was written.
+   * Returns the batch's state for the checkpoints tab: what its packs hold, and the files of
+   * their own the executors reported.
    */
-  def beforeCommit(root: String, batchId: Long): Option[PackedBatch] = {
+  def beforeCommit(root: String, batchId: Long): CommittedState = {
     committedRoots.putIfAbsent(root, "")
     backgroundWrites.awaitWritten(root, batchId)
     // Loaded, not only looked up: a root whose state is on disk but not in this driver's heap
     // (a restart whose tasks sent nothing) is still checked, never skipped.
-    stateOf(root).flatMap { state =>
+    val packed = stateOf(root).flatMap { state =>
       // Commits of one root are serialized (pack numbers follow each other); other roots'
       // commits and every request go on meanwhile.
       state.commitLock.synchronized {
         writeMarker(state)
         if (state.persistent) checkDurable(state, batchId)
         val packed = if (state.persistent) writePack(state, batchId)
-          else Some(PackedBatch(state.takePending().puts.map(p => p.relPath -> p.bytes.length.toLong), ""))
+          else Some(PackedBatch(state.takePending().puts.map(p => p.relPath -> p.bytes.length.toLong), "", 0L))
         state.takeEarlyPacked(packed)
       }
     }
+    CommittedState(packed, ownFiles.take(root, batchId + 1))
   }
 
   /**
@@ -187,7 +195,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
           .map(n => n -> PackDirectory.path(state.root, n)))
         (onDisk ++ state.lastPackSeq :+ 0L).max
       } + 1
-      val (path, index) = PackDirectory.write(state.root, seq, batchId, state.queryId(hadoopConf),
+      val (path, index, packBytes) = PackDirectory.write(state.root, seq, batchId, state.queryId(hadoopConf),
         pending.puts.map(p => p.relPath -> p.bytes), pending.deletes, hadoopConf)
       held.release(state.packed(seq, path, index, pending))
       state.packFailed = false
@@ -195,7 +203,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         cleaner.removeLeftovers(state.root, seq)
         state.mayHaveLeftovers = false
       }
-      PackedBatch(pending.puts.map(p => p.relPath -> p.bytes.length.toLong), path.getName)
+      PackedBatch(pending.puts.map(p => p.relPath -> p.bytes.length.toLong), path.getName, packBytes)
     } catch {
       case NonFatal(e) =>
         state.mayHaveLeftovers = true
@@ -243,6 +251,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   def release(root: String): Unit = lifecycle.synchronized {
     committedRoots.remove(root)
     backgroundWrites.forget(root)
+    ownFiles.forget(root)
     val s = roots.get(root)
     if (s != null) s.loaded match {
       case Some(state) if state.persistent && state.packFailed && state.hasUnpacked =>
@@ -258,6 +267,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   def discard(root: String): Unit = lifecycle.synchronized {
     committedRoots.remove(root)
     backgroundWrites.forget(root)
+    ownFiles.forget(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }

@@ -31,7 +31,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 4
+  val FormatVersion: Byte = 5
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -41,6 +41,7 @@ object MessageCodec {
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
     val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8; val Maintenance: Byte = 9
+    val OwnFile: Byte = 10
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
     val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
   }
@@ -116,7 +117,16 @@ object MessageCodec {
     case ExistsInline(root, rel) => pathRequest(Tag.Exists, root, rel)
     case ListInline(root, dir) => pathRequest(Tag.List, root, dir)
     case DeleteInline(root, rel) => pathRequest(Tag.Delete, root, rel)
-    case WritePending(root, rel, id, executor) => strings(Tag.WritePending, root, rel, id, executor)
+    case OwnFileWritten(root, rel, bytes) =>
+      val (r, p) = (utf8(root), utf8(rel))
+      val w = new Writer(Tag.OwnFile, 4 + r.length + 4 + p.length + 8)
+      w.string(r); w.string(p); w.long(bytes)
+      w.done()
+    case WritePending(root, rel, id, executor, bytes) =>
+      val encoded = Seq(root, rel, id, executor).map(utf8)
+      val w = new Writer(Tag.WritePending, encoded.map(4 + _.length).sum + 8)
+      encoded.foreach(w.string); w.long(bytes)
+      w.done()
     case WriteDone(root, rel, id, error) => strings(Tag.WriteDone, root, rel, id, truncate(error))
     case FromMaintenance(inner) =>
       val nested = encode(inner)
@@ -164,7 +174,8 @@ object MessageCodec {
       case Tag.Exists => ExistsInline(r.string(), r.string())
       case Tag.List => ListInline(r.string(), r.string())
       case Tag.Delete => DeleteInline(r.string(), r.string())
-      case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string())
+      case Tag.OwnFile => OwnFileWritten(r.string(), r.string(), r.long())
+      case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string(), r.long())
       case Tag.WriteDone => WriteDone(r.string(), r.string(), r.string(), r.string())
       case Tag.Maintenance =>
         val inner = r.nested("the maintenance request")

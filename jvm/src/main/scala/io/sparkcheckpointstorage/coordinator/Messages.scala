@@ -26,11 +26,18 @@ final case class ListInline(root: String, relDir: String) extends CoordinatorReq
 final case class DeleteInline(root: String, relPath: String) extends CoordinatorRequest
 
 /**
- * Executor `executorId` will write `relPath` as a file of its own in the background, as write
- * `writeId` (`asyncStateWrites`): the batch's commit waits for it. Drops any inline version
- * of the file, as [[DeleteInline]].
+ * `relPath` was written as a file of its own, `bytes` long: drops any inline version of it, as
+ * [[DeleteInline]], and tells the coordinator the batch's file for the checkpoints tab (which
+ * then never lists the checkpoint's state to find it).
  */
-final case class WritePending(root: String, relPath: String, writeId: String, executorId: String)
+final case class OwnFileWritten(root: String, relPath: String, bytes: Long) extends CoordinatorRequest
+
+/**
+ * Executor `executorId` will write `relPath`, `bytes` long, as a file of its own in the
+ * background, as write `writeId` (`asyncStateWrites`): the batch's commit waits for it. Drops
+ * any inline version of the file, as [[OwnFileWritten]].
+ */
+final case class WritePending(root: String, relPath: String, writeId: String, executorId: String, bytes: Long)
   extends CoordinatorRequest
 
 /** Background write `writeId` of `relPath` ended: durable when `error` is empty, else failed with it. */

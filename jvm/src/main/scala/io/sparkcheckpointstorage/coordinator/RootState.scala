@@ -177,7 +177,7 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   /** The early packs' files and then `packed`'s, under the newest pack's name. */
   private def withEarlyPacked(packed: Option[PackedBatch]): Option[PackedBatch] =
     (earlyPacked ++ packed).reduceOption((a, b) => PackedBatch(a.files ++ b.files,
-      if (b.packName.nonEmpty) b.packName else a.packName))
+      if (b.packName.nonEmpty) b.packName else a.packName, if (b.packName.nonEmpty) b.packBytes else a.packBytes))
 
   /** Marks the root released (its query stopped); returns the heap bytes it held. */
   def release(): Long = synchronized {

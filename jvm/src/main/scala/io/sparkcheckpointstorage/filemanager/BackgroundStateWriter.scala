@@ -60,7 +60,7 @@ object BackgroundStateWriter {
       bytes: Array[Byte]): Unit = {
     reserve(bytes.length)
     val id = UUID.randomUUID().toString
-    try CoordinatorClient.ask(WritePending(root, relPath, id, executorId)) catch {
+    try CoordinatorClient.ask(WritePending(root, relPath, id, executorId, bytes.length.toLong)) catch {
       case NonFatal(e) =>
         release(bytes.length)
         ended()

@@ -7,7 +7,7 @@ import java.io.{BufferedOutputStream, ByteArrayOutputStream, OutputStream}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, DeleteInline, PutInline}
+import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, OwnFileWritten, PutInline}
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSizeLimitException}
 
@@ -39,8 +39,8 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
     sink.file match {
       case Some(out) =>
         out.close()
-        // A retry may have left a smaller, inline version of this file behind.
-        CoordinatorClient.ask(DeleteInline(root, relPath))
+        // A retry may have left a smaller, inline version of this file behind: it goes.
+        CoordinatorClient.ask(OwnFileWritten(root, relPath, sink.size))
       case None =>
         val bytes = sink.buffer.toByteArray
         storage.placement(bytes.length) match {
@@ -51,7 +51,7 @@ final class InlineOrFileOutputStream(storage: CheckpointStorage, root: String, r
             BackgroundStateWriter.write(root, relPath, path, overwrite, conf, bytes)
           case Placement.OwnFile =>
             FileSystemOperations.writeAtomic(path, overwrite, conf)(_.write(bytes))
-            CoordinatorClient.ask(DeleteInline(root, relPath))
+            CoordinatorClient.ask(OwnFileWritten(root, relPath, bytes.length.toLong))
         }
     }
   }

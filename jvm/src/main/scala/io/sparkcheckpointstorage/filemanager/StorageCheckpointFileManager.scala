@@ -61,6 +61,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf,
           background = asyncStateWrites && TaskContext.get() != null && StateFileNaming.writableInBackground(rel))
+      case Some((root, rel)) if CheckpointPaths.stateVersionOf(rel).isDefined =>
+        // A state file no storage holds inline (RocksDB's snapshot zips of format version 1):
+        // written here; the coordinator learns of it for the checkpoints tab.
+        new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
+          bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case _ =>
         CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
         CheckpointPaths.commit(qualified(p)) match {
@@ -74,7 +79,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
             val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
             CheckpointMonitor.driverInstance match {
               // The tab learns of the batch once commits/<batch> is closed, i.e. written.
-              case Some(monitor) => new CommitLogEntryStream(out, () => monitor.batchCommitting(root, batch, packed))
+              case Some(monitor) => new OnWrittenStream(out, _ => monitor.batchCommitting(root, batch, packed))
               case None => out
             }
           case _ =>
@@ -249,8 +254,11 @@ object StorageCheckpointFileManager {
   }
 }
 
-/** A commit log entry's stream that runs `written` once the entry is closed (not on cancel). */
-private final class CommitLogEntryStream(inner: CancellableFSDataOutputStream, written: () => Unit)
+/**
+ * A file's stream that runs `written` with the file's size once the file is closed, i.e.
+ * written (not on cancel).
+ */
+private final class OnWrittenStream(inner: CancellableFSDataOutputStream, written: Long => Unit)
   extends CancellableFSDataOutputStream(inner) {
   private var done = false
   override def cancel(): Unit = if (!done) {
@@ -258,9 +266,11 @@ private final class CommitLogEntryStream(inner: CancellableFSDataOutputStream, w
     inner.cancel()
   }
   override def close(): Unit = if (!done) {
+    // Every byte went through this stream, which counts them.
+    val bytes = getPos
     super.close()
     done = true
-    written()
+    written(bytes)
   }
 }
 

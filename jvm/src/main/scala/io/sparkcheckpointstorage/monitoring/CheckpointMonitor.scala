@@ -21,14 +21,22 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointSt
  * The inline state files a batch's commit took (relative path -> bytes), and the name of the
  * pack it wrote them to under `state-packs/` ("" when its state is not persistent).
  */
-final case class PackedBatch(files: Seq[(String, Long)], packName: String)
+final case class PackedBatch(files: Seq[(String, Long)], packName: String, packBytes: Long)
+
+/**
+ * The state a batch's commit holds: what its packs took (None: no pack, or the checkpoint holds
+ * no inline state), and the state files of their own of its version that the executors wrote
+ * (relative path -> bytes).
+ */
+final case class CommittedState(packed: Option[PackedBatch], ownFiles: Seq[(String, Long)])
 
 /**
  * Collects the checkpoints tab's facts on the driver and posts them on Spark's listener bus.
  *
  * The query's thread only hands over what it already knows (a few references, no I/O); the
- * monitor's own thread does the rest (the query id from the checkpoint's metadata, the state
- * files of its own that a batch wrote, the times of its log entries) and posts the event.
+ * monitor's own thread does the rest (the query id from the checkpoint's metadata, the times
+ * of a batch's log entries) and posts the event. A batch's state files come from its commit
+ * ([[CommittedState]]), never from a listing of the checkpoint.
  * Its queue is bounded: when a very slow file system lets it fill, facts are dropped and
  * counted ([[dropped]]), never waited for.
  *
@@ -116,8 +124,13 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       last.map(_._1).getOrElse(-1L), last.map(_._2).getOrElse(-1L), s.atMs, s.settings))
   }
 
-  /** Batch `batchId` of `root` is committing; `packed` is what its pack holds (None: no pack). */
-  def batchCommitting(root: String, batchId: Long, packed: Option[PackedBatch]): Unit = {
+  /**
+   * Batch `batchId` of `root` is committing with `state`, as the coordinator knows it: its
+   * files are never looked for in the checkpoint (a walk of `state/` is two LISTs and a HEAD
+   * per state partition on an object store).
+   */
+  def batchCommitting(root: String, batchId: Long, state: CommittedState): Unit = {
+    val packed = state.packed
     firstBatch(root, batchId)
     val atMs = System.currentTimeMillis()
     val held = heldInlineBytes()
@@ -126,7 +139,7 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       val version = batchId + 1
       val inline = packed.map(_.files).getOrElse(Nil).filter { case (rel, _) => CheckpointPaths.stateVersionOf(rel).contains(version) }
       val inlineNames = inline.map(_._1).toSet
-      val own = ownStateFiles(root, version).filterNot { case (rel, _) => inlineNames.contains(rel) }
+      val own = state.ownFiles.filterNot { case (rel, _) => inlineNames.contains(rel) }
       val ops = mutable.TreeMap[Int, (Int, Long, Long)]()
       inline.foreach { case (rel, len) => operatorOf(rel).foreach { op =>
         val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i + len, f) } }
@@ -135,14 +148,12 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
       def modified(rel: String): Option[Long] =
         try Some(fs.getFileStatus(new Path(root, rel)).getModificationTime) catch { case _: FileNotFoundException => None }
-      def length(rel: String): Long =
-        try fs.getFileStatus(new Path(root, rel)).getLen catch { case _: FileNotFoundException => 0L }
       val committedAt = modified(CheckpointPaths.commitEntry(batchId)).getOrElse(atMs)
       val offsetsAt = modified(CheckpointPaths.offsetEntry(batchId))
       val packName = packed.map(_.packName).getOrElse("")
       post(CheckpointBatchCommitted(queryId, root, CheckpointBatchRow(batchId, committedAt,
         offsetsAt.map(committedAt - _).getOrElse(-1L), inline.size + own.size, inline.map(_._2).sum, own.map(_._2).sum,
-        if (packName.isEmpty) 0L else length(s"${CheckpointPaths.Packs}/$packName"), packName,
+        packed.map(_.packBytes).getOrElse(0L), packName,
         ops.toSeq.map { case (op, (n, i, f)) => OperatorCommit(op, n, i, f) }), held, maxTotalInlineSize))
     }
   }
@@ -187,23 +198,6 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       FileSystemOperations.readSmall(new Path(root, CheckpointPaths.offsetEntry(batchId)), hadoopConf)
         .flatMap(bytes => OffsetLogEntry.conf(new String(bytes, StandardCharsets.UTF_8)))
     } catch { case NonFatal(_) => None }
-
-  /** State files of their own (not inline) of store version `version` under `root`/state. */
-  private def ownStateFiles(root: String, version: Long): Seq[(String, Long)] = {
-    val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
-    val out = mutable.ArrayBuffer[(String, Long)]()
-    def walk(dir: Path, rel: String): Unit = {
-      val statuses = try fs.listStatus(dir) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
-      statuses.foreach { s =>
-        val name = s.getPath.getName
-        val childRel = s"$rel/$name"
-        if (s.isDirectory) { if (name != "_metadata" && !name.startsWith("_")) walk(s.getPath, childRel) }
-        else if (!FileSystemOperations.isTemp(name) && CheckpointPaths.stateVersionOf(childRel).contains(version)) out += childRel -> s.getLen
-      }
-    }
-    walk(new Path(root, CheckpointPaths.State), CheckpointPaths.State)
-    out.toSeq
-  }
 }
 
 object CheckpointMonitor {

@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.packs
 
 import java.io.{BufferedOutputStream, EOFException, FileNotFoundException}
 
+import org.apache.commons.io.output.CountingOutputStream
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -27,20 +28,25 @@ object PackDirectory {
 
   /**
    * Writes pack `seq` of `root` atomically, never over an existing pack (a second writer of
-   * the same number fails instead of replacing durable state). Returns its path and index.
+   * the same number fails instead of replacing durable state). Returns its path, index and size in bytes.
    */
   def write(root: String, seq: Long, batchId: Long, queryId: String,
-      files: Seq[(String, Array[Byte])], deleted: Seq[String], conf: Configuration): (Path, PackIndex) = {
+      files: Seq[(String, Array[Byte])], deleted: Seq[String], conf: Configuration): (Path, PackIndex, Long) = {
     val target = path(root, seq)
     var index: PackIndex = null
+    var length = 0L
     FileSystemOperations.writeAtomic(target, overwrite = false, conf) { out =>
+      // Counted as written: the checkpoints tab shows the pack's size without asking the file
+      // system for it (a HEAD per batch on an object store).
+      val counted = new CountingOutputStream(out)
       // The index is many small fields: buffered, a pack is a few large writes, not a system
       // call per field.
-      val buffered = new BufferedOutputStream(out, WriteBufferSize)
+      val buffered = new BufferedOutputStream(counted, WriteBufferSize)
       index = StatePack.write(buffered, batchId, queryId, files, deleted)
       buffered.flush()
+      length = counted.getByteCount
     }
-    (target, index)
+    (target, index, length)
   }
 
   /** The index of the pack at `path`, None when it is gone; fails naming it when unreadable. */

@@ -236,7 +236,40 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     // A store whose version is a file of its own is durable: the commit goes through.
     new File(dir, "state/0/1").mkdirs()
     Files.write(new File(dir, "state/0/1/2.heap-delta").toPath, Array[Byte](1))
-    assert(restarted.beforeCommit(root, 1).map(_.files.map(_._1)).contains(Seq("state/0/0/2.heap-delta")))
+    assert(restarted.beforeCommit(root, 1).packed.map(_.files.map(_._1)).contains(Seq("state/0/0/2.heap-delta")))
+  }
+
+  test("a commit reports its pack's size and the files of their own the executors wrote, without looking for them") {
+    val dir = newCheckpoint("q")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    // Files of their own, reported as written; none of them is on disk: the commit takes the
+    // writers' word and never lists the checkpoint's state.
+    assert(c.handle(OwnFileWritten(root, "state/0/1/1.heap-delta", 30000L)) == Done)
+    assert(c.handle(WritePending(root, "state/1/0/1.heap-delta", "w-1", "7", 25000L)) == Done)
+    c.handle(WriteDone(root, "state/1/0/1.heap-delta", "w-1", ""))
+    // A later version (the next batch's task, early) and an older one (maintenance's snapshot).
+    c.handle(OwnFileWritten(root, "state/0/1/2.heap-delta", 40000L))
+    c.handle(OwnFileWritten(root, "state/0/0/0.heap-snapshot", 50000L))
+    // Written inline, then again as a file of its own by a retried task: the file counts.
+    c.handle(put(root, "state/0/2/1.heap-delta", "inline first"))
+    c.handle(OwnFileWritten(root, "state/0/2/1.heap-delta", 21000L))
+    val first = c.beforeCommit(root, 0)
+    assert(first.ownFiles == Seq("state/0/1/1.heap-delta" -> 30000L, "state/0/2/1.heap-delta" -> 21000L,
+      "state/1/0/1.heap-delta" -> 25000L))
+    assert(first.packed.map(p => (p.files.map(_._1), p.packName)).contains((Seq("state/0/0/1.heap-delta"), "1.pack")))
+    assert(first.packed.map(_.packBytes).contains(new File(dir, "state-packs/1.pack").length()))
+    // The early file of version 2 waited for its batch; the snapshot of version 0 is gone.
+    c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
+    assert(c.beforeCommit(root, 1).ownFiles == Seq("state/0/1/2.heap-delta" -> 40000L))
+    c.handle(put(root, "state/0/0/3.heap-delta", "v3"))
+    assert(c.beforeCommit(root, 2).ownFiles.isEmpty)
+    // A stopped query's reports are forgotten.
+    c.handle(OwnFileWritten(root, "state/0/1/4.heap-delta", 1L))
+    c.release(root)
+    c.handle(put(root, "state/0/0/4.heap-delta", "v4"))
+    assert(c.beforeCommit(root, 3).ownFiles.isEmpty)
   }
 
   test("a pack written before a sink's commit is reported with the batch's commit, and leftovers of failed writes go") {
@@ -251,8 +284,9 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
     c.beforeSinkCommit(root, 1)
     assert(new File(dir, "state-packs/2.pack").exists(), "the sink's commit waits for the pack")
-    val packed = c.beforeCommit(root, 1)
+    val packed = c.beforeCommit(root, 1).packed
     assert(packed.map(p => (p.files.map(_._1), p.packName)).contains((Seq("state/0/0/2.heap-delta"), "2.pack")))
+    assert(packed.map(_.packBytes).contains(new File(dir, "state-packs/2.pack").length()))
     assert(!new File(dir, "state-packs/3.pack").exists())
     // Restored, the root's next pack has the leftovers deleted.
     val restarted = new CheckpointCoordinator(conf, Long.MaxValue)

@@ -14,7 +14,8 @@ class MessageCodecSuite extends AnyFunSuite {
   private val requests: Seq[CoordinatorRequest] = Seq(put,
     put.copy(bytes = Array.emptyByteArray, persistent = false, keepInHeap = true),
     GetInline("r", "state/0/0/1.heap-delta"), ExistsInline("r", "x"), ListInline("r", "state/0/0"),
-    DeleteInline("r", ""), WritePending("r", "state/0/1/3.heap-delta", "w-1", "7"),
+    DeleteInline("r", ""), WritePending("r", "state/0/1/3.heap-delta", "w-1", "7", 1L << 31),
+    OwnFileWritten("r", "state/0/1/3.heap-delta", 20481L), FromMaintenance(OwnFileWritten("r", "state/0/1/2.heap-snapshot", 0L)),
     WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"),
     FromMaintenance(put.copy(relPath = "state/0/1/4.heap-snapshot")), FromMaintenance(ListInline("r", "state/0/1")),
     FromMaintenance(DeleteInline("r", "state/0/1/1.heap-delta")))
@@ -58,7 +59,7 @@ class MessageCodecSuite extends AnyFunSuite {
     val whole = MessageCodec.encode(GetInline("r", "x"))
     assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
     val otherVersion = whole.clone(); otherVersion(3) = 1
-    assert(refused(otherVersion).contains("format version 1, this jar speaks version 4"))
+    assert(refused(otherVersion).contains("format version 1, this jar speaks version 5"))
     val unknownTag = whole.clone(); unknownTag(4) = 99
     assert(refused(unknownTag).contains("unknown request tag 99"))
     assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))
