@@ -503,3 +503,39 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
     assert len(stages) == 1 and [(i, a, r) for _, i, a, r in retried] == [
         (0, 0, "ExceptionFailure"), (0, 1, "Success")], retried
     assert "FAILED_ATTEMPT committed" in out, out
+
+
+@pytest.mark.parametrize("log", ["offsets", "commits"])
+def test_a_log_entry_another_driver_wrote_first_fails_the_query_as_on_sparks_file_manager(spark, tmp_path, log):
+    """Our file manager answers Spark's "does the next entry exist?" from memory (no request
+    to the file system each batch): the entry is then created only if absent, so a second
+    driver on the checkpoint is still refused, as Spark's own file manager refuses it."""
+    from pyspark.errors import StreamingQueryException
+    from support.aggregation import SCHEMA
+    spark.conf.set(STORAGE, "filesystem")
+    source = str(tmp_path / "source")
+    os.makedirs(source)
+    checkpoint = str(tmp_path / "checkpoint")
+    query = (spark.readStream.schema(SCHEMA).parquet(source).groupBy("k").count()
+             .writeStream.outputMode("update").format("noop")
+             .option("checkpointLocation", checkpoint).start())
+    try:
+        for b in range(2):
+            spark.createDataFrame([(k, b) for k in range(10)], SCHEMA).coalesce(1).write.mode("append").parquet(source)
+            query.processAllAvailable()
+        # The other driver's entry of the next batch, written while ours waits for input.
+        theirs = os.path.join(checkpoint, log, "2")
+        shutil.copy(os.path.join(checkpoint, log, "1"), theirs)
+        with open(theirs, "rb") as f:
+            written = f.read()
+        spark.createDataFrame([(k, 2) for k in range(10)], SCHEMA).coalesce(1).write.mode("append").parquet(source)
+        with pytest.raises(StreamingQueryException) as failure:
+            query.processAllAvailable()
+        message = str(failure.value)
+        # Spark's own words for a second query on a checkpoint (its metadata log's error).
+        assert "Multiple streaming queries are concurrently using %s" % os.path.join(checkpoint, log) in message, message
+        with open(theirs, "rb") as f:
+            assert f.read() == written, "the other driver's entry was overwritten"
+    finally:
+        query.stop()
+        spark.conf.unset(STORAGE)

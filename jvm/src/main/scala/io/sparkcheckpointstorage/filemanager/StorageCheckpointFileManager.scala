@@ -43,6 +43,16 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   private var cachedStorage: CheckpointStorage = _
   private var cachedRoot: String = _
   private lazy val fs = path.getFileSystem(hadoopConf)
+  /**
+   * The newest entry of the log this file manager serves (Spark's offset or commit log: one
+   * file manager per log), known on disk from this driver's listing and its own writes since;
+   * -1 for none, None until listed. Spark asks whether the next entry exists before writing
+   * it, every batch: a HEAD and a LIST on an object store, answered here from memory. Another
+   * writer of the log cannot hide behind it: the entry is then created only if absent
+   * (atomically: a hard link, a rename that never replaces, a conditional PUT), and Spark
+   * reports a second query on the checkpoint as it always did.
+   */
+  @volatile private var newestLogEntry: Option[Long] = None
   private lazy val asyncStateWrites =
     Option(hadoopConf.get(CheckpointStorageOptions.AsyncStateWrites)).exists(CheckpointStorageSettings.AsyncStateWritesSetting.parse)
 
@@ -68,25 +78,48 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
           bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case _ =>
         CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
-        CheckpointPaths.commit(qualified(p)) match {
-          case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
-            val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
-              case e: Exception =>
-                val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
-                CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, kind, String.valueOf(e.getMessage)))
-                throw e
-            }
-            val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
-            CheckpointMonitor.driverInstance match {
-              // The tab learns of the batch once commits/<batch> is closed, i.e. written.
-              case Some(monitor) => new OnWrittenStream(out, _ => monitor.batchCommitting(root, batch, packed))
-              case None => out
-            }
-          case _ =>
-            beforeQueryWritesOutside(qualified(p))
-            FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
+        ownLogEntry(p) match {
+          case Some(entry) => new OnWrittenStream(createLogFile(p, overwriteIfPossible), _ => logEntryWritten(entry))
+          case None => createLogFile(p, overwriteIfPossible)
         }
     }
+
+  private def createLogFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
+    CheckpointPaths.commit(qualified(p)) match {
+      case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
+        val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
+          case e: Exception =>
+            val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
+            CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, kind, String.valueOf(e.getMessage)))
+            throw e
+        }
+        val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
+        CheckpointMonitor.driverInstance match {
+          // The tab learns of the batch once commits/<batch> is closed, i.e. written.
+          case Some(monitor) => new OnWrittenStream(out, _ => monitor.batchCommitting(root, batch, packed))
+          case None => out
+        }
+      case _ =>
+        beforeQueryWritesOutside(qualified(p))
+        FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
+    }
+
+  /** The entry number of `p` when it is an entry of the log this file manager serves. */
+  private def ownLogEntry(p: Path): Option[Long] = {
+    val q = qualified(p)
+    val name = q.getName
+    if (name.nonEmpty && name.forall(_.isDigit) && name.length < 19 && q.getParent == qualified(path) &&
+        CheckpointPaths.logDirRoot(q.getParent).isDefined) Some(name.toLong) else None
+  }
+
+  private def logEntryWritten(entry: Long): Unit = synchronized {
+    newestLogEntry = newestLogEntry.map(math.max(_, entry))
+  }
+
+  private def logEntriesListed(listed: Array[FileStatus]): Unit = synchronized {
+    val names = listed.map(_.getPath.getName).filter(n => n.nonEmpty && n.forall(_.isDigit) && n.length < 19)
+    newestLogEntry = Some((names.map(_.toLong) :+ -1L).max)
+  }
 
   /**
    * A file the driver writes through a file manager on a query's thread, outside the query's
@@ -121,6 +154,9 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
     val real = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+    // Spark lists a log with its filter of batch files: every entry is in the listing.
+    if (qualified(dir) == qualified(path) && CheckpointPaths.logDirRoot(qualified(dir)).isDefined &&
+        filter.accept(new Path(dir, "0"))) logEntriesListed(real)
     val inline = CheckpointPaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
         case Listing(files) => files.map { case (rel, len) =>
@@ -167,7 +203,17 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     else fs.mkdirs(p)
   }
 
-  override def exists(p: Path): Boolean = {
+  override def exists(p: Path): Boolean = ownLogEntry(p) match {
+    case Some(entry) =>
+      if (newestLogEntry.isEmpty) {
+        // Listed once, on the first question (a new query's commit log, which Spark does not list).
+        logEntriesListed(try fs.listStatus(qualified(path)) catch { case _: FileNotFoundException => Array.empty[FileStatus] })
+      }
+      entry <= newestLogEntry.getOrElse(Long.MaxValue) && fs.exists(p)
+    case None => existsAnywhere(p)
+  }
+
+  private def existsAnywhere(p: Path): Boolean = {
     val inline = CheckpointPaths.splitState(qualified(p)).exists { case (root, rel) =>
       CoordinatorClient.ask(ExistsInline(root, rel)) == IsInline
     }

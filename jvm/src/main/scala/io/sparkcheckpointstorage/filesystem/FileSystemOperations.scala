@@ -1,12 +1,12 @@
 package io.sparkcheckpointstorage.filesystem
 
-import java.io.{FileNotFoundException, OutputStream}
+import java.io.{FileNotFoundException, IOException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}
 
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataOutputStream, FileSystem, LocalFileSystem, Path}
+import org.apache.hadoop.fs.{FSDataOutputStream, FileAlreadyExistsException, FileSystem, LocalFileSystem, Path}
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.FileContextBasedCheckpointFileManager
 
@@ -127,6 +127,21 @@ object FileSystemOperations {
         case _ => super.close(); path.getFileSystem(conf).delete(path, false)
       } catch { case NonFatal(_) => }
     }
-    override def close(): Unit = if (!cancelled) super.close()
+    override def close(): Unit = if (!cancelled) {
+      try super.close() catch {
+        // S3 refused the conditional PUT (412, If-None-Match): another writer created the
+        // object first. Said the way Hadoop says it for every other store, so that Spark
+        // reports two queries writing one checkpoint, as it does on HDFS or a local disk.
+        case e: IOException if !overwrite && !e.isInstanceOf[FileAlreadyExistsException] && preconditionFailed(e) =>
+          throw new FileAlreadyExistsException(s"$path already exists: another writer created it first").initCause(e)
+      }
+    }
   }
+
+  /** An object store's refusal of a conditional write (HTTP 412), as S3A raises it. */
+  private def preconditionFailed(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(8).exists { t =>
+      t.getClass.getSimpleName == "RemoteFileChangedException" ||
+        Option(t.getMessage).exists(m => m.contains("412") || m.contains("PreconditionFailed"))
+    }
 }

@@ -50,7 +50,9 @@ final class LocalAtomicOutputStream private (target: NioPath, temp: NioPath, ove
 
 object LocalAtomicOutputStream {
   def apply(target: NioPath, overwrite: Boolean): LocalAtomicOutputStream = {
-    if (!overwrite && Files.exists(target)) throw new HadoopFileAlreadyExists(s"$target already exists")
+    // An existing target is refused on close, by the hard link, and only there: where Spark
+    // expects it (a metadata log's write turns it into its error for two queries on one
+    // checkpoint), as on every other file system.
     Files.createDirectories(target.getParent)
     val temp = target.resolveSibling(s".${target.getFileName}.${UUID.randomUUID()}.tmp")
     new LocalAtomicOutputStream(target, temp, overwrite, new FileOutputStream(temp.toFile))

@@ -275,4 +275,59 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(!onDisk("offsets/1"))
     assert(new File(dir, "offsets").list().toSeq == Seq("0"), "no temp files left behind")
   }
+
+  test("whether the log's next entry exists is answered from memory; an entry another writer created is still refused") {
+    // Every status probe and listing of the fault file system is recorded (nothing fails).
+    val work = new File(dir, "faults")
+    work.mkdirs()
+    Files.write(new File(work, "rules").toPath,
+      "listStatus stall=0 .* *\ngetFileStatus stall=0 .* *\n".getBytes(StandardCharsets.UTF_8))
+    val log = new File(work, "ops.log")
+    val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
+      "fs.faulty.impl.disable.cache" -> "true",
+      "fs.AbstractFileSystem.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFs",
+      "fs.faulty.rules.file" -> new File(work, "rules").getPath, "fs.faulty.log" -> log.getPath)
+    def requests(): Int = if (log.exists()) Files.readAllLines(log.toPath).size else 0
+    val remote = s"faulty://${dir.getAbsolutePath}"
+    new File(dir, "offsets").mkdirs()
+    Files.write(new File(dir, "offsets/0").toPath, "v1".getBytes(StandardCharsets.UTF_8))
+    val offsets = new Path(s"$remote/offsets")
+    val m = new StorageCheckpointFileManager(offsets, c)
+    def entry(n: Long) = new Path(offsets, n.toString)
+    def add(n: Long, text: String = "ours"): Unit = {
+      val out = m.createAtomic(entry(n), false)
+      out.write(text.getBytes(StandardCharsets.UTF_8))
+      out.close()
+    }
+    def content(n: Long) = new String(Files.readAllBytes(new File(dir, s"offsets/$n").toPath), StandardCharsets.UTF_8)
+
+    // Spark lists the log when the query starts (its filter of batch files), then asks about
+    // each new entry before writing it.
+    val batchFiles: org.apache.hadoop.fs.PathFilter = p => p.getName.forall(_.isDigit)
+    assert(m.list(offsets, batchFiles).map(_.getPath.getName).toSeq == Seq("0"))
+    (1L to 3L).foreach { n =>
+      val before = requests()
+      assert(!m.exists(entry(n)))
+      assert(requests() == before, s"entry $n was looked for on the file system")
+      add(n)
+    }
+    // Entries it knows of are asked of the file system: a purge may have deleted them.
+    assert(m.exists(entry(3)) && m.exists(entry(0)))
+    // Another driver on the same checkpoint wrote entry 4: memory does not know it, the
+    // create-if-absent does.
+    Files.write(new File(dir, "offsets/4").toPath, "theirs".getBytes(StandardCharsets.UTF_8))
+    assert(!m.exists(entry(4)))
+    intercept[org.apache.hadoop.fs.FileAlreadyExistsException](add(4))
+    assert(content(4) == "theirs" && content(3) == "ours")
+
+    // A log Spark never listed (a new query's commit log) is listed once, on the first question.
+    val commits = new Path(s"$remote/commits")
+    val n = new StorageCheckpointFileManager(commits, c)
+    val before = requests()
+    assert(!n.exists(new Path(commits, "0")))
+    val listing = requests() - before
+    assert(listing >= 1)
+    assert(!n.exists(new Path(commits, "1")))
+    assert(requests() - before == listing)
+  }
 }
