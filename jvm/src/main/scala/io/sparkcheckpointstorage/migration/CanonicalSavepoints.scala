@@ -49,7 +49,7 @@ object CanonicalSavepoints {
 
   private def write(spark: SparkSession, source: String, target: String, batchId: Long): String = {
     val started = System.nanoTime()
-    val conf = MigrationShim.hadoopConf(spark)
+    val conf = MigrationSession.hadoopConf(spark)
     val layout = SourceCheckpoint.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     val dst = CheckpointPublication.prepare(Savepoints.Writer, layout.root, target, conf)
@@ -58,7 +58,7 @@ object CanonicalSavepoints {
     try {
       val operators = layout.operators.toList.map { op =>
         val stores = op.stores.toList.map { store =>
-          val df = MigrationShim.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
+          val df = StateRowsReader.readWithoutStateSource(spark, layout, op, store).map(StateRowsReader.dataFrame(spark, _))
             .getOrElse {
               var reader = StateRowsReader.stateSource(spark).option("batchId", layout.batchId).option("operatorId", op.id)
               if (store.name != CheckpointPaths.DefaultStore) reader = reader.option("storeName", store.name)
@@ -108,7 +108,7 @@ object CanonicalSavepoints {
   def restore(spark: SparkSession, savepoint: String, target: String, to: String, batchId: Long,
       options: WriteOptions = WriteOptions()): String = {
     val started = System.nanoTime()
-    val conf = MigrationShim.hadoopConf(spark)
+    val conf = MigrationSession.hadoopConf(spark)
     val manifest = this.manifest(savepoint, conf).getOrElse(throw new MigrationException(
       s"$savepoint is not a canonical savepoint (no ${Savepoints.ManifestFile} saying format $Format)."))
     val saved = manifest.get("batchId").asLong()

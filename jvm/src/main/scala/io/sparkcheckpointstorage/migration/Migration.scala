@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.checkpointstorage.shim.{CheckpointFileManagerShim, MigrationShim}
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
@@ -62,7 +62,7 @@ object Migration {
     rescale.filter(_ < 1).foreach { n =>
       throw new MigrationException(s"The number of partitions to rescale to must be at least 1, not $n.")
     }
-    val conf = MigrationShim.hadoopConf(spark)
+    val conf = MigrationSession.hadoopConf(spark)
     // Spark 4.2's RocksDB provider reports every store it loads, the state data source's too, to
     // the state store coordinator, which a session starts with its streaming query manager.
     spark.streams
@@ -81,7 +81,7 @@ object Migration {
       }
     }
     val targetProvider = TargetProvider.resolve(to)
-    MigrationShim.checkWritable(targetProvider)
+    TargetStoreWriters.checkWritable(targetProvider)
     val layout = SourceCheckpoint.read(source, batchId, conf)
     TargetProvider.checkLoadable(layout.sourceProvider, "source")
     if (layout.hasPacks && !conf.get(SparkSettingKeys.FileManagerClass, "").equals(classOf[StorageCheckpointFileManager].getName)) {
@@ -117,7 +117,7 @@ object Migration {
         s"(${SparkSettingKeys.RowChecksum}=true), which this migration cannot write for HDFSBackedStateStoreProvider. " +
         "Migrate to heap or rocksdb, or run the query with that setting off from a new checkpoint.")
     }
-    MigrationShim.checkWritable(targetProvider)
+    TargetStoreWriters.checkWritable(targetProvider)
     if (options.numPartitions.isDefined) {
       layout.operators.foreach(op => op.stores.foreach(StatePartitioning.requireRescalable(op, _)))
       layout.requireRecordedPartitions()
@@ -219,10 +219,10 @@ object Migration {
 
   /** The target's state settings: the source's, as its offset log records them, with the target provider. */
   private def targetStoreConf(spark: SparkSession, layout: SourceCheckpoint, targetProvider: String): StateStoreConf = {
-    val sqlConf = MigrationShim.sqlConf(spark)
+    val sqlConf = MigrationSession.sqlConf(spark)
     layout.offsetConf.foreach { case (k, v) => sqlConf.setConfString(k, v) }
     sqlConf.setConfString(SparkSettingKeys.ProviderClass, targetProvider)
-    MigrationShim.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
+    TargetStoreWriters.writeSettings(targetProvider).foreach { case (k, v) => sqlConf.setConfString(k, v) }
     new StateStoreConf(sqlConf, Map.empty)
   }
 }

@@ -37,8 +37,13 @@ object StateRowsReader {
    * line without one (3.5) by the provider that wrote them, opened on the executors.
    */
   def read(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator, store: OperatorStore): StoreRows =
-    MigrationShim.readWithoutStateSource(spark, layout, op, store)
+    readWithoutStateSource(spark, layout, op, store)
       .getOrElse(read(spark, layout.root, op.id, store.name, layout.batchId))
+
+  /** The rows of `store` read by the provider that wrote them, on a line without the state data source. */
+  def readWithoutStateSource(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator,
+      store: OperatorStore): Option[StoreRows] =
+    if (MigrationShim.hasStateDataSource) None else Some(ProviderStateRows.read(spark, layout, op, store))
 
   def read(spark: SparkSession, checkpoint: String, operatorId: Long, store: String, batchId: Long): StoreRows = {
     var reader = stateSource(spark)

@@ -5,7 +5,6 @@ import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
@@ -68,7 +67,7 @@ final case class WrittenStore(operatorId: Long, store: String, rowsPerPartition:
  * next version (batch N: state version N + 1), as if the batch had been run on it. Spark's
  * HDFS provider cannot open a store empty at a version, so its snapshot file of that version
  * is written instead ([[HdfsSnapshotWriter]]); before 4.2 no Spark provider can
- * (the line's `MigrationShim`: `OwnStoreWriterShim`).
+ * ([[TargetStoreWriters]]).
  */
 object StateRowsWriter {
   /**
@@ -109,7 +108,7 @@ object StateRowsWriter {
       val sink = if (targetProvider == TargetProvider.Hdfs) {
         new HdfsSink(new HdfsSnapshotWriter(storeId.storeCheckpointLocation(), batchId + 1, codec, hadoopConf.value))
       } else {
-        MigrationShim.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
+        TargetStoreWriters.openSink(TargetStore(storeId, keySchema, valueSchema, prefix, storeConf,
           hadoopConf.value, batchId, targetProvider))
       }
       var n = 0L

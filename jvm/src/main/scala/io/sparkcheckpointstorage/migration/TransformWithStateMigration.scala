@@ -61,7 +61,7 @@ object TransformWithStateMigration {
       throw new MigrationException(s"The offset log entry ${CheckpointPaths.offsetEntry(batch)} of $root records " +
         s"no ${SparkSettingKeys.ShufflePartitions}: this checkpoint was written by a Spark too old to migrate."))
     val repartition = options.numPartitions.filter(_ != sourcePartitions)
-    if (repartition.isDefined && !MigrationShim.rescalesTransformWithState) throw rescaleRefused(root, ops)
+    if (repartition.isDefined && !MigrationShim.rewritesStatePartitioned) throw rescaleRefused(root, ops)
 
     val dst = CheckpointPublication.prepare(Migration.Writer, root, target, conf)
     val fs = dst.fs

@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory
 
 import org.apache.spark.{SparkConf, SparkEnv}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.checkpointstorage.shim.{StateStoreConfShim, StateStoreErrorsShim, StateStoreProviderShim}
+import org.apache.spark.sql.checkpointstorage.shim.{StateChange, StateStoreConfShim, StateStoreErrorsShim, StateStoreProviderShim}
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.{closeFileManager, CheckpointFileManager}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -79,6 +79,8 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
 
   override def stateStoreId: StateStoreId = _id
 
+  override protected def unsupportedOperation(what: String): UnsupportedOperationException = unsupported(what)
+
   override def toString: String = s"HeapStateStoreProvider[id = (op=${_id.operatorId}, " +
     s"part=${_id.partitionId}, store=${_id.storeName}), dir = ${files.dir}]"
 
@@ -93,6 +95,18 @@ class HeapStateStoreProvider extends StateStoreProviderShim {
       moveLiveTo(version)
     }
     new HeapStateStore(this, live, version, writable = true, forceSnapshotOnCommit)
+  }
+
+  /**
+   * A migration's store where Spark's API cannot open one empty (no `getStore(loadEmpty)`
+   * before 4.2): initialized as `init` would, opened empty at `version`, its commit writing a
+   * snapshot of version `version + 1`.
+   */
+  private[sparkcheckpointstorage] def openEmptyForMigration(stateStoreId: StateStoreId, keySchema: StructType,
+      valueSchema: StructType, prefixColumns: Option[Int], storeConfs: StateStoreConf, hadoopConf: Configuration,
+      version: Long): StateStore = {
+    initialize(stateStoreId, keySchema, valueSchema, prefixColumns, storeConfs, hadoopConf)
+    openStore(version, forceSnapshotOnCommit = true, loadEmpty = true)
   }
 
   override protected def openReadStore(version: Long): ReadStateStore = synchronized {

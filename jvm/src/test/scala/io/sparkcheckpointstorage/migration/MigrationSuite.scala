@@ -8,10 +8,15 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.checkpointstorage.shim.{MigrationShim, ProviderTestShim}
+import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{LongType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkcheckpointstorage.layout.{CheckpointPublication, SparkSettingKeys}
+import io.sparkcheckpointstorage.provider.HeapStateStoreProvider
+import io.sparkcheckpointstorage.provider.StateRows._
 
 /** What a migration decides from the files alone: no Spark session needed. */
 class MigrationSuite extends AnyFunSuite {
@@ -144,6 +149,45 @@ class MigrationSuite extends AnyFunSuite {
     assert(TargetProvider.resolve("RocksDB") == TargetProvider.RocksDb)
     assert(refused(TargetProvider.resolve("com.example.Nope")).contains("is not on the classpath"))
     assert(refused(TargetProvider.resolve("java.lang.String")).contains("is not a org.apache.spark"))
+  }
+
+  test("targets this line writes, and the settings RocksDB's are written with") {
+    Seq(TargetProvider.Heap, hdfs, TargetProvider.RocksDb).foreach(TargetStoreWriters.checkWritable)
+    assert(TargetStoreWriters.writeSettings(TargetProvider.Heap).isEmpty)
+    val other = "com.example.OtherStateStoreProvider"
+    if (MigrationShim.opensStoreEmpty) {
+      TargetStoreWriters.checkWritable(other)
+      assert(TargetStoreWriters.writeSettings(TargetProvider.RocksDb).isEmpty)
+    } else {
+      assert(refused(TargetStoreWriters.checkWritable(other)).startsWith(
+        s"Spark ${org.apache.spark.SPARK_VERSION} cannot write state for $other in a migration: before Spark 4.2 "))
+      assert(TargetStoreWriters.writeSettings(TargetProvider.RocksDb) ==
+        Map(SparkSettingKeys.RocksDbChangelogCheckpointing -> "false"))
+    }
+  }
+
+  test("a heap target store holds the rows written, as the version after the batch") {
+    val root = Files.createTempDirectory("scs-heap-target-").toString
+    val sqlConf = new SQLConf()
+    sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, TargetProvider.Heap)
+    // No streaming query, so no coordinator to report commits to.
+    sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
+    val storeConf = new StateStoreConf(sqlConf)
+    val id = StateStoreId(root, 0, 0)
+    val sink = TargetStoreWriters.openSink(TargetStore(id, keySchema, valueSchema, 0, storeConf, conf, 4,
+      TargetProvider.Heap))
+    try {
+      sink.put(key("a", 1), value(1))
+      sink.put(key("b", 2), value(2))
+      sink.commit()
+    } finally sink.close()
+    val read = new HeapStateStoreProvider()
+    ProviderTestShim.init(read, id, keySchema, valueSchema, None, storeConf, conf)
+    try {
+      val store = read.getReadStore(5)
+      assert(store.iterator().map(p => keyOf(p.key) -> valueOf(p.value)).toMap == Map(("a", 1) -> 1L, ("b", 2) -> 2L))
+      store.abort()
+    } finally read.close()
   }
 
   test("an HDFS snapshot file holds every record, then the end marker") {

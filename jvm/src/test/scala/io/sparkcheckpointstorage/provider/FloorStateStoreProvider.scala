@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.checkpointstorage.shim.{StateStoreConfShim, StateStoreProviderShim, StateStoreShim}
+import org.apache.spark.sql.checkpointstorage.shim.{StateChange, StateStoreConfShim, StateStoreProviderShim, StateStoreShim}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -37,6 +37,10 @@ class FloorStateStoreProvider extends StateStoreProviderShim {
   private var lastUndo: Option[Seq[(UnsafeRow, UnsafeRow)]] = None
 
   override def stateStoreId: StateStoreId = _id
+
+  /** Spark 4's `init` refuses column families as for our provider: the floor stands in for it. */
+  override protected def unsupportedOperation(what: String): UnsupportedOperationException =
+    HeapStateStoreProvider.unsupported(what)
 
   override protected def initialize(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       prefixColumns: Option[Int], storeConfs: StateStoreConf, hadoopConf: Configuration): Unit = {

@@ -7,31 +7,40 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
-
-import io.sparkcheckpointstorage.migration.{OperatorStore, ProviderSink, SourceCheckpoint, StatefulOperator, StoreRows, TargetStore}
+import org.apache.spark.sql.types.StructType
 
 /**
  * The Spark 3.5 members a migration uses: the session's conf and rows (3.5's `SparkSession`
- * is the classic one), state read without the state data source ([[ProviderStateRowsShim]]) and
- * a target store written without `getStore(loadEmpty)` ([[OwnStoreWriterShim]]), both of which
- * came with 4.0 and 4.2.
+ * is the classic one, so every session has them), and a provider opened at version 0. The
+ * state data source came with 4.0, `getStore(loadEmpty)` and the state rewriter with 4.2.
  */
-object MigrationShim extends OwnStoreWriterShim {
-  def sqlConf(spark: SparkSession): SQLConf = spark.sessionState.conf.clone()
+object MigrationShim {
+  val hasStateDataSource: Boolean = false
+  val opensStoreEmpty: Boolean = false
+  val rewritesStatePartitioned: Boolean = false
 
-  def hadoopConf(spark: SparkSession): Configuration = spark.sessionState.newHadoopConf()
+  def sqlConf(spark: SparkSession): Option[SQLConf] = Some(spark.sessionState.conf.clone())
+
+  def hadoopConf(spark: SparkSession): Option[Configuration] = Some(spark.sessionState.newHadoopConf())
 
   def internalRows(df: DataFrame): RDD[InternalRow] = df.queryExecution.toRdd
 
-  /** Spark 3.5 has no state data source: the provider that wrote the state reads it. */
-  def readWithoutStateSource(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator,
-      store: OperatorStore): Option[StoreRows] = Some(ProviderStateRowsShim.read(spark, layout, op, store))
+  /** The provider the store's settings name, initialized for the store, no version opened yet. */
+  def createProvider(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType, numColsPrefixKey: Int,
+      storeConf: StateStoreConf, hadoopConf: Configuration): StateStoreProvider =
+    StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
+      keySchema, valueSchema, numColsPrefixKey, storeConf, hadoopConf)
 
-  protected def openRocksDbAtZero(target: TargetStore): (StateStoreProvider, StateStore) = {
-    val provider = StateStoreProvider.createAndInit(StateStoreProviderId(target.storeId, UUID.randomUUID()),
-      target.keySchema, target.valueSchema, target.numColsPrefixKey, target.storeConf, target.hadoopConf)
-    (provider, ProviderSink.closingOnFailure(provider)(provider.getStore(0)))
-  }
+  def openAtZero(provider: StateStoreProvider): StateStore = provider.getStore(0)
+
+  /** Never called: see [[opensStoreEmpty]]. */
+  def openStoreEmpty(provider: StateStoreProvider, version: Long): StateStore =
+    throw new UnsupportedOperationException(s"Spark ${org.apache.spark.SPARK_VERSION} has no getStore(loadEmpty)")
+
+  /** Never called: see [[rewritesStatePartitioned]]. */
+  def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
+      numPartitions: Int, hadoopConf: Configuration): Unit =
+    throw new UnsupportedOperationException(s"Spark ${org.apache.spark.SPARK_VERSION} has no state rewriter")
 }

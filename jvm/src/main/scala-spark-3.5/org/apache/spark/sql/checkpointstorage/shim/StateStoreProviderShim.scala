@@ -6,14 +6,12 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.provider.ProviderOperations
-
 /**
  * Spark 3.5's `StateStoreProvider`: `init` takes the number of prefix key columns (0: none),
  * `getStore` a version alone. Spark 3.5 has no fine-grained replay (`snapshotStartBatchId`,
  * change feed) for third-party providers.
  */
-abstract class StateStoreProviderShim extends StateStoreProvider with ProviderOperations with EmptyStoreShim {
+abstract class StateStoreProviderShim extends StateStoreProvider with ProviderOperations {
   override def init(
       stateStoreId: StateStoreId,
       keySchema: StructType,

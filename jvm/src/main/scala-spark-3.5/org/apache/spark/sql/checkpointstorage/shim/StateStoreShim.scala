@@ -4,8 +4,6 @@ package org.apache.spark.sql.checkpointstorage.shim
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StateStore, UnsafeRowPair}
 
-import io.sparkcheckpointstorage.provider.StoreOperations
-
 /** Spark 3.5's `StateStore`: no column families, plain iterators. */
 abstract class StateStoreShim extends StateStore with StoreOperations {
   override def get(key: UnsafeRow): UnsafeRow = getRow(key)

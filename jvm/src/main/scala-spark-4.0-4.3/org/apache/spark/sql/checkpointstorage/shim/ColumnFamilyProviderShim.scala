@@ -6,8 +6,6 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.provider.{HeapStateStoreProvider, ProviderOperations}
-
 /**
  * Spark 4's `StateStoreProvider` `init` (key encoder spec, column families, multiple values
  * per key), read stores and change feed: the default column family, one value per key,
@@ -15,8 +13,6 @@ import io.sparkcheckpointstorage.provider.{HeapStateStoreProvider, ProviderOpera
  */
 trait ColumnFamilyProviderShim extends StateStoreProvider
     with ProviderOperations with ChangeFeedShim {
-  import HeapStateStoreProvider.unsupported
-
   override def init(
       stateStoreId: StateStoreId,
       keySchema: StructType,
@@ -27,12 +23,12 @@ trait ColumnFamilyProviderShim extends StateStoreProvider
       hadoopConf: Configuration,
       useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
-    if (useColumnFamilies) throw unsupported("column families (used by transformWithState)")
-    if (useMultipleValuesPerKey) throw unsupported("multiple values per key (used by transformWithState)")
+    if (useColumnFamilies) throw unsupportedOperation("column families (used by transformWithState)")
+    if (useMultipleValuesPerKey) throw unsupportedOperation("multiple values per key (used by transformWithState)")
     val prefixColumns = keyStateEncoderSpec match {
       case _: NoPrefixKeyStateEncoderSpec => None
       case p: PrefixKeyScanStateEncoderSpec => Some(p.numColsPrefixKey)
-      case other => throw unsupported(s"key encoding $other")
+      case other => throw unsupportedOperation(s"key encoding $other")
     }
     initialize(stateStoreId, keySchema, valueSchema, prefixColumns, storeConfs, hadoopConf)
   }
@@ -46,7 +42,7 @@ trait ColumnFamilyProviderShim extends StateStoreProvider
   override protected def changeRecords(startVersion: Long, endVersion: Long,
       colFamilyNameOpt: Option[String]): Iterator[(RecordType.Value, org.apache.spark.sql.catalyst.expressions.UnsafeRow, org.apache.spark.sql.catalyst.expressions.UnsafeRow, Long)] = {
     colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME)
-      .foreach(cf => throw unsupported(s"column family '$cf'"))
+      .foreach(cf => throw unsupportedOperation(s"column family '$cf'"))
     changes(startVersion, endVersion).map { c =>
       (if (c.value == null) RecordType.DELETE_RECORD else RecordType.PUT_RECORD, c.key, c.value, c.batchId)
     }

@@ -5,8 +5,6 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
-import io.sparkcheckpointstorage.provider.StoreOperations
-
 /**
  * Spark 4's `StateStore` (column families, checkpoint info, `StateStoreIterator`) on
  * [[StoreOperations]]: only the default column family, one value per key.

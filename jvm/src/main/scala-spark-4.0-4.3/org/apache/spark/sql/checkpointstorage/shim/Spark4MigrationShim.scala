@@ -8,38 +8,36 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
-
-import io.sparkcheckpointstorage.migration.{MigrationException, OperatorStore, SourceCheckpoint, StatefulOperator, StoreRows, TargetStore}
+import org.apache.spark.sql.types.StructType
 
 /**
  * The migration members every line from Spark 4.0 shares. They reach into a classic
  * session: from 4.0 `SparkSession` is an interface, and its session state and query
- * execution are the classic session's, which a Spark Connect session has not.
+ * execution are the classic session's, which a Spark Connect session has not (None).
  */
 trait Spark4MigrationShim {
-  protected def classicSession(spark: SparkSession): classic.SparkSession = spark match {
-    case s: classic.SparkSession => s
-    case other => throw new MigrationException(s"A migration runs on a classic SparkSession, not ${other.getClass.getName} (Spark Connect).")
+  val hasStateDataSource: Boolean = true
+
+  protected def classicSession(spark: SparkSession): Option[classic.SparkSession] = spark match {
+    case s: classic.SparkSession => Some(s)
+    case _ => None
   }
 
-  def sqlConf(spark: SparkSession): SQLConf = classicSession(spark).sessionState.conf.clone()
+  def sqlConf(spark: SparkSession): Option[SQLConf] = classicSession(spark).map(_.sessionState.conf.clone())
 
-  def hadoopConf(spark: SparkSession): Configuration = classicSession(spark).sessionState.newHadoopConf()
-
-  /** None: Spark's state data source reads every store from 4.0. */
-  def readWithoutStateSource(spark: SparkSession, layout: SourceCheckpoint, op: StatefulOperator,
-      store: OperatorStore): Option[StoreRows] = None
+  def hadoopConf(spark: SparkSession): Option[Configuration] = classicSession(spark).map(_.sessionState.newHadoopConf())
 
   def internalRows(df: DataFrame): RDD[InternalRow] =
     df.asInstanceOf[classic.Dataset[Row]].queryExecution.toRdd
 
-  /** The provider `target`'s settings name, initialized for its store, no version opened yet. */
-  protected def createProvider(target: TargetStore): StateStoreProvider = {
-    val spec = target.prefixKeyColumns.map(PrefixKeyScanStateEncoderSpec(target.keySchema, _))
-      .getOrElse(NoPrefixKeyStateEncoderSpec(target.keySchema))
-    StateStoreProvider.createAndInit(StateStoreProviderId(target.storeId, UUID.randomUUID()),
-      target.keySchema, target.valueSchema, spec, false, target.storeConf, target.hadoopConf, false, None)
+  /** The provider the store's settings name, initialized for the store, no version opened yet. */
+  def createProvider(storeId: StateStoreId, keySchema: StructType, valueSchema: StructType, numColsPrefixKey: Int,
+      storeConf: StateStoreConf, hadoopConf: Configuration): StateStoreProvider = {
+    val spec = if (numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, numColsPrefixKey)
+      else NoPrefixKeyStateEncoderSpec(keySchema)
+    StateStoreProvider.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()),
+      keySchema, valueSchema, spec, false, storeConf, hadoopConf, false, None)
   }
 }

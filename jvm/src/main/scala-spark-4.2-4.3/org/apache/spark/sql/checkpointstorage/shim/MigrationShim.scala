@@ -3,9 +3,7 @@ package org.apache.spark.sql.checkpointstorage.shim
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.{DataFrame, SparkSession}
-import org.apache.spark.sql.execution.streaming.state.StateRewriter
-
-import io.sparkcheckpointstorage.migration.{ProviderSink, RowSink, TargetStore}
+import org.apache.spark.sql.execution.streaming.state.{StateRewriter, StateStore, StateStoreProvider}
 
 /**
  * The Spark 4.2+ members a migration uses: a classic session's conf and rows, and a store
@@ -13,23 +11,20 @@ import io.sparkcheckpointstorage.migration.{ProviderSink, RowSink, TargetStore}
  * which lets the target provider write the source's batch as its first version.
  */
 object MigrationShim extends Spark4MigrationShim {
-  /** Every provider opens a store empty at any version from 4.2. */
-  def checkWritable(targetProvider: String): Unit = ()
-
-  /** The target's stores are written with the checkpoint's own settings. */
-  def writeSettings(targetProvider: String): Map[String, String] = Map.empty
-
+  val opensStoreEmpty: Boolean = true
   /** Spark's state rewriter rewrites transformWithState's column families at another partition count. */
-  def rescalesTransformWithState: Boolean = true
+  val rewritesStatePartitioned: Boolean = true
 
-  /** The target provider's store opened empty at its version (commit writes `version + 1`). */
-  def openSink(target: TargetStore): RowSink = {
-    val provider = createProvider(target)
-    // A snapshot of the whole state at the one version written: a provider that restores from
-    // a snapshot plus changes (RocksDB with changelog checkpointing) has nothing else to start from.
-    new ProviderSink(provider, ProviderSink.closingOnFailure(provider)(
-      provider.getStore(target.version, None, forceSnapshotOnCommit = true, loadEmpty = true)))
-  }
+  def openAtZero(provider: StateStoreProvider): StateStore =
+    provider.getStore(0, None, forceSnapshotOnCommit = false, loadEmpty = false)
+
+  /**
+   * The store opened empty at `version` (commit writes `version + 1`), as a snapshot of the
+   * whole state: a provider that restores from a snapshot plus changes (RocksDB with changelog
+   * checkpointing) has nothing else to start from.
+   */
+  def openStoreEmpty(provider: StateStoreProvider, version: Long): StateStore =
+    provider.getStore(version, None, forceSnapshotOnCommit = true, loadEmpty = true)
 
   /**
    * Rewrites the state of every operator of the checkpoint `readFrom` at `batchId` into the
@@ -40,8 +35,10 @@ object MigrationShim extends Spark4MigrationShim {
    */
   def rewriteStatePartitioned(spark: SparkSession, readFrom: String, writeTo: String, batchId: Long,
       numPartitions: Int, hadoopConf: Configuration): Unit = {
+    val session = classicSession(spark).getOrElse(throw new IllegalArgumentException(
+      s"Spark's state rewriter runs on a classic SparkSession, not ${spark.getClass.getName} (Spark Connect)."))
     val repartition = (df: DataFrame) => df.repartition(numPartitions, org.apache.spark.sql.functions.col("partition_key"))
-    new StateRewriter(classicSession(spark), batchId, batchId, writeTo, hadoopConf, Some(readFrom),
+    new StateRewriter(session, batchId, batchId, writeTo, hadoopConf, Some(readFrom),
       Some(repartition), None).run()
   }
 }

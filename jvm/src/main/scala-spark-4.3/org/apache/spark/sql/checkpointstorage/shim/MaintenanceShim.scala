@@ -3,8 +3,6 @@ package org.apache.spark.sql.checkpointstorage.shim
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
 
-import io.sparkcheckpointstorage.provider.ProviderOperations
-
 /** Spark 4.3 calls snapshot and cleanup maintenance separately. */
 trait MaintenanceShim extends StateStoreProvider with ProviderOperations {
   override def doSnapshotMaintenance(): Unit = snapshotMaintenance()
