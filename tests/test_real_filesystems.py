@@ -167,7 +167,7 @@ def checks_results(minidfs, seaweed_s3, tmp_path_factory):
     counted for the first include the second's: its queries copy nothing either."""
     both = [minidfs, seaweed_s3]
     storages = start_checks(both, tmp_path_factory.mktemp("checks"),
-                            ["restart", "damaged_packs", "retention", "savepoint", "inspection"])
+                            ["restart", "damaged_packs", "retention", "savepoint", "inspection", "another_writer"])
     def outcome(started):
         # A driver that failed fails the tests of its own results only.
         try:
@@ -267,6 +267,16 @@ def test_object_store_state_path_never_copies(seaweed_s3, storage_results, remot
     requests = storage_results["requests"]
     assert requests.get("PUT", 0) > 0, requests  # the server's counter sees the writes
     assert requests.get("COPY", 0) == len(storage_results["savepoint"]["files"]), requests
+
+
+def test_a_log_entry_another_driver_wrote_first_fails_the_query(remote_fs, storage_results):
+    """Our file manager does not ask the store whether the next log entry exists (a HEAD and
+    a LIST a batch on S3): its create-if-absent refuses the entry another driver wrote
+    first, and Spark fails the query in its words for two queries on one checkpoint."""
+    no_error(storage_results, "another_writer")
+    r = storage_results["another-writer"]
+    assert "Multiple streaming queries are concurrently using " + r["log"] in r["message"], r["message"]
+    assert r["kept"], "the other driver's entry was overwritten"
 
 
 # --------------------------------------------------------------------------------------

@@ -194,6 +194,39 @@ class Checks:
             "inline_bytes": info.total_inline_bytes, "file_bytes": info.total_file_bytes,
             "json": info.to_dict()}
 
+    def another_writer(self):
+        """A log entry another driver wrote first: the query's own write of it is refused
+        (S3: the conditional PUT's 412; HDFS: the rename that never replaces), in Spark's
+        words for two queries on one checkpoint, and the other driver's entry stays."""
+        from support.aggregation import SCHEMA
+        name = "another-writer"
+        checkpoint = self.remote(name, "checkpoint")
+        source = self.local(name, "source")
+        os.makedirs(source, exist_ok=True)
+
+        def feed(b):
+            self.spark.createDataFrame([(k, b) for k in range(10)], SCHEMA).coalesce(1) \
+                .write.mode("append").parquet(source)
+
+        def body():
+            query = (self.spark.readStream.schema(SCHEMA).parquet(source).groupBy("k").count()
+                     .writeStream.outputMode("update").format("noop")
+                     .option("checkpointLocation", checkpoint).start())
+            try:
+                for b in range(2):
+                    feed(b)
+                    query.processAllAvailable()
+                theirs = checkpoint + "/offsets/2"
+                written = self.files.read(checkpoint + "/offsets/1")
+                self.files.write(theirs, written)
+                feed(2)
+                message = self.error_of(query.processAllAvailable)
+                return {"message": message[:3000], "kept": self.files.read(theirs) == written,
+                        "log": checkpoint + "/offsets"}
+            finally:
+                query.stop()
+        self.results[name] = self.with_storage("filesystem", body)
+
     def delete_on_cancellation(self):
         """Needs a session started with DELETE_ON_CANCELLATION (spec spark_conf)."""
         name = "delete-on-cancellation"
