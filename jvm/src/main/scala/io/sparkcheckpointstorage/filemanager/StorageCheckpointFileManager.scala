@@ -53,6 +53,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
    * reports a second query on the checkpoint as it always did.
    */
   @volatile private var newestLogEntry: Option[Long] = None
+  /**
+   * The state directory this file manager listed last, and the files of it held inline only
+   * (none on the file system): the provider's cleanup deletes what it just listed, and such a
+   * file's delete needs no request to the file system (on S3 a HEAD and a LIST for nothing).
+   */
+  @volatile private var inlineOnly: (Path, Set[String]) = (null, Set.empty)
   private lazy val asyncStateWrites =
     Option(hadoopConf.get(CheckpointStorageOptions.AsyncStateWrites)).exists(CheckpointStorageSettings.AsyncStateWritesSetting.parse)
 
@@ -63,7 +69,13 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   private def qualified(p: Path): Path =
     if (p.toUri.getScheme != null) p else p.makeQualified(fs.getUri, fs.getWorkingDirectory)
 
-  override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
+  override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream = {
+    val (listedDir, listedInlineOnly) = inlineOnly
+    if (qualified(p).getParent == listedDir) inlineOnly = (listedDir, listedInlineOnly - p.getName)
+    createFile(p, overwriteIfPossible)
+  }
+
+  private def createFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     CheckpointPaths.splitState(qualified(p)) match {
       case Some((root, rel)) if StateFileNaming.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
@@ -167,6 +179,9 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
     if (dir.getName == CheckpointPaths.Commits) CheckpointPaths.logDirRoot(qualified(dir)).foreach(checkLastCommit(_, real))
     val inlineNames = inline.map(_.getPath.getName).toSet
+    if (CheckpointPaths.stateDirRoot(qualified(dir)).isDefined) {
+      inlineOnly = (qualified(dir), inlineNames -- real.map(_.getPath.getName))
+    }
     // The first listing of the logs after a start tells the batch the query restores from:
     // the commit log's last entry; none when the offset log is empty or absent (a new query,
     // whose commit log Spark does not list before its first batch; see exists).
@@ -226,8 +241,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def delete(p: Path): Unit = {
-    CheckpointPaths.splitState(qualified(p)).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
-    if (FileSystemOperations.isLocal(p)) {
+    val q = qualified(p)
+    CheckpointPaths.splitState(q).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
+    val (listedDir, listedInlineOnly) = inlineOnly
+    if (q.getParent == listedDir && listedInlineOnly.contains(q.getName)) {
+      inlineOnly = (listedDir, listedInlineOnly - q.getName)
+    } else if (FileSystemOperations.isLocal(p)) {
       val local = FileSystemOperations.localPath(p)
       if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
     } else {

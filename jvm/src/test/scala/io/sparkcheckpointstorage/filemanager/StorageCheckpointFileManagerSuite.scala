@@ -330,4 +330,40 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(!n.exists(new Path(commits, "1")))
     assert(requests() - before == listing)
   }
+
+  test("deleting a state file the last listing found inline only asks nothing of the file system") {
+    val work = new File(dir, "faults")
+    work.mkdirs()
+    Files.write(new File(work, "rules").toPath,
+      "delete stall=0 .* *\ngetFileStatus stall=0 .*/state/.* *\n".getBytes(StandardCharsets.UTF_8))
+    val log = new File(work, "ops.log")
+    val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
+      "fs.faulty.impl.disable.cache" -> "true",
+      "fs.AbstractFileSystem.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFs",
+      "fs.faulty.rules.file" -> new File(work, "rules").getPath, "fs.faulty.log" -> log.getPath)
+    def requests(): Seq[String] = if (log.exists()) Files.readAllLines(log.toPath).toArray.toSeq.map(_.toString) else Nil
+    CheckpointCoordinator.driverInstance = Some(new CheckpointCoordinator(c, Long.MaxValue))
+    val store = new Path(s"faulty://${dir.getAbsolutePath}/state/0/0")
+    val m = new StorageCheckpointFileManager(store, c)
+    def put(name: String, size: Int): Unit = {
+      val out = m.createAtomic(new Path(store, name), true)
+      out.write(Array.fill[Byte](size)(1))
+      out.close()
+    }
+    put("1.heap-delta", 10)
+    put("2.heap-delta", 500) // over the threshold: a file of its own
+    put("3.heap-delta", 10)
+    assert(m.list(store).map(_.getPath.getName).toSet == Set("1.heap-delta", "2.heap-delta", "3.heap-delta"))
+    val listed = requests().size
+    m.delete(new Path(store, "1.heap-delta"))
+    assert(requests().size == listed, requests().drop(listed))
+    m.delete(new Path(store, "2.heap-delta"))
+    assert(requests().drop(listed).map(_.split("\t")(0)).contains("delete"), requests().drop(listed))
+    assert(!onDisk("state/0/0/2.heap-delta"))
+    // Written again since the listing, as a file of its own: its delete reaches the file system.
+    put("3.heap-delta", 500)
+    m.delete(new Path(store, "3.heap-delta"))
+    assert(!onDisk("state/0/0/3.heap-delta"))
+    assert(m.list(store).isEmpty)
+  }
 }
