@@ -90,7 +90,7 @@ class CheckpointStoragePlugin extends SparkPlugin {
     override def shutdown(): Unit = {
       // State files handed to the background writer are durable, or reported failed, before
       // the executor stops (a decommissioned executor's batch still commits).
-      io.sparkcheckpointstorage.filemanager.BackgroundStateWriter.awaitIdle(CheckpointStoragePlugin.ShutdownWaitMs)
+      BackgroundStateWriter.awaitIdle(CheckpointStoragePlugin.ShutdownWaitMs)
       CoordinatorClient.disconnect(context)
     }
   }

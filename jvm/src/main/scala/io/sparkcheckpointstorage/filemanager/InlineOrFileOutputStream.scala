@@ -7,7 +7,7 @@ import java.io.{BufferedOutputStream, ByteArrayOutputStream, OutputStream}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, OwnFileWritten, PutInline}
+import io.sparkcheckpointstorage.coordinator.{BackgroundStateWriter, CoordinatorClient, OwnFileWritten, PutInline}
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSizeLimitException}
 

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filemanager
+package io.sparkcheckpointstorage.coordinator
 
 import java.util.UUID
 import java.util.concurrent.{Executors, ThreadFactory}
@@ -11,12 +11,12 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkEnv
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.coordinator.{CoordinatorClient, WriteDone, WritePending}
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * The writer of an executor's state files in the background (`asyncStateWrites`; Flink: the
- * asynchronous part of a snapshot). A task hands it a finished file's bytes and returns once
+ * asynchronous part of a snapshot), beside the client whose messages it sends: the executor
+ * plugin waits for it before the executor stops. A task hands it a finished file's bytes and returns once
  * the driver knows the file is on its way; a few threads of the executor write it, and tell
  * the driver when it is durable or why it is not. The batch's commit waits for that.
  *
