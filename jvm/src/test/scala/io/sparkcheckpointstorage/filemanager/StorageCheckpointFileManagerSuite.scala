@@ -62,6 +62,24 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     out.close()
   }
 
+  /**
+   * Settings of the fault file system (`faulty://<path>` is the local `<path>`) that record
+   * every operation named by `opsAndPaths` ("<op> <path regex>") and fail none, and what it
+   * recorded so far (one "<op>\t<kind>\t<path>" line each).
+   */
+  private def recording(opsAndPaths: String*): (Configuration, () => Seq[String]) = {
+    val work = new File(dir, "faults")
+    work.mkdirs()
+    val rules = opsAndPaths.map { r => val Array(op, path) = r.split(" ", 2); s"$op stall=0 $path *\n" }.mkString
+    Files.write(new File(work, "rules").toPath, rules.getBytes(StandardCharsets.UTF_8))
+    val log = new File(work, "ops.log")
+    val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
+      "fs.faulty.impl.disable.cache" -> "true",
+      "fs.AbstractFileSystem.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFs",
+      "fs.faulty.rules.file" -> new File(work, "rules").getPath, "fs.faulty.log" -> log.getPath)
+    (c, () => if (log.exists()) Files.readAllLines(log.toPath).toArray.toSeq.map(_.toString) else Nil)
+  }
+
   test("at the threshold a state file goes inline, one byte over it is a file of its own") {
     val m = fm()
     write(m, "1.heap-delta", 100)
@@ -277,17 +295,8 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
   }
 
   test("whether the log's next entry exists is answered from memory; an entry another writer created is still refused") {
-    // Every status probe and listing of the fault file system is recorded (nothing fails).
-    val work = new File(dir, "faults")
-    work.mkdirs()
-    Files.write(new File(work, "rules").toPath,
-      "listStatus stall=0 .* *\ngetFileStatus stall=0 .* *\n".getBytes(StandardCharsets.UTF_8))
-    val log = new File(work, "ops.log")
-    val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
-      "fs.faulty.impl.disable.cache" -> "true",
-      "fs.AbstractFileSystem.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFs",
-      "fs.faulty.rules.file" -> new File(work, "rules").getPath, "fs.faulty.log" -> log.getPath)
-    def requests(): Int = if (log.exists()) Files.readAllLines(log.toPath).size else 0
+    val (c, recorded) = recording("listStatus .*", "getFileStatus .*")
+    def requests(): Int = recorded().size
     val remote = s"faulty://${dir.getAbsolutePath}"
     new File(dir, "offsets").mkdirs()
     Files.write(new File(dir, "offsets/0").toPath, "v1".getBytes(StandardCharsets.UTF_8))
@@ -332,16 +341,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
   }
 
   test("deleting a state file the last listing found inline only asks nothing of the file system") {
-    val work = new File(dir, "faults")
-    work.mkdirs()
-    Files.write(new File(work, "rules").toPath,
-      "delete stall=0 .* *\ngetFileStatus stall=0 .*/state/.* *\n".getBytes(StandardCharsets.UTF_8))
-    val log = new File(work, "ops.log")
-    val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
-      "fs.faulty.impl.disable.cache" -> "true",
-      "fs.AbstractFileSystem.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFs",
-      "fs.faulty.rules.file" -> new File(work, "rules").getPath, "fs.faulty.log" -> log.getPath)
-    def requests(): Seq[String] = if (log.exists()) Files.readAllLines(log.toPath).toArray.toSeq.map(_.toString) else Nil
+    val (c, requests) = recording("delete .*", "getFileStatus .*/state/.*")
     CheckpointCoordinator.driverInstance = Some(new CheckpointCoordinator(c, Long.MaxValue))
     val store = new Path(s"faulty://${dir.getAbsolutePath}/state/0/0")
     val m = new StorageCheckpointFileManager(store, c)
