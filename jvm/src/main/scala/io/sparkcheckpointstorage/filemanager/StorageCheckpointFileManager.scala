@@ -70,9 +70,20 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     if (p.toUri.getScheme != null) p else p.makeQualified(fs.getUri, fs.getWorkingDirectory)
 
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream = {
-    val (listedDir, listedInlineOnly) = inlineOnly
-    if (qualified(p).getParent == listedDir) inlineOnly = (listedDir, listedInlineOnly - p.getName)
+    // Written again: a file of its own, maybe, from now on.
+    takeInlineOnly(qualified(p))
     createFile(p, overwriteIfPossible)
+  }
+
+  /**
+   * Whether `q` was inline only in the last listing of its directory; forgets it either way.
+   * A task and the store's maintenance share this file manager: one lock, no lost update.
+   */
+  private def takeInlineOnly(q: Path): Boolean = synchronized {
+    val (listedDir, names) = inlineOnly
+    val listed = q.getParent == listedDir && names.contains(q.getName)
+    if (listed) inlineOnly = (listedDir, names - q.getName)
+    listed
   }
 
   private def createFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
@@ -119,9 +130,9 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   /** The entry number of `p` when it is an entry of the log this file manager serves. */
   private def ownLogEntry(p: Path): Option[Long] = {
     val q = qualified(p)
-    val name = q.getName
-    if (name.nonEmpty && name.forall(_.isDigit) && name.length < 19 && q.getParent == qualified(path) &&
-        CheckpointPaths.logDirRoot(q.getParent).isDefined) Some(name.toLong) else None
+    if (q.getParent == qualified(path) && CheckpointPaths.logDirRoot(q.getParent).isDefined) {
+      CheckpointPaths.logEntryBatch(q.getName)
+    } else None
   }
 
   private def logEntryWritten(entry: Long): Unit = synchronized {
@@ -129,8 +140,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   private def logEntriesListed(listed: Array[FileStatus]): Unit = synchronized {
-    val names = listed.map(_.getPath.getName).filter(n => n.nonEmpty && n.forall(_.isDigit) && n.length < 19)
-    newestLogEntry = Some((names.map(_.toLong) :+ -1L).max)
+    newestLogEntry = Some((listed.flatMap(s => CheckpointPaths.logEntryBatch(s.getPath.getName)) :+ -1L).max)
   }
 
   /**
@@ -179,7 +189,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
     if (dir.getName == CheckpointPaths.Commits) CheckpointPaths.logDirRoot(qualified(dir)).foreach(checkLastCommit(_, real))
     val inlineNames = inline.map(_.getPath.getName).toSet
-    if (CheckpointPaths.stateDirRoot(qualified(dir)).isDefined) {
+    if (CheckpointPaths.stateDirRoot(qualified(dir)).isDefined) synchronized {
       inlineOnly = (qualified(dir), inlineNames -- real.map(_.getPath.getName))
     }
     // The first listing of the logs after a start tells the batch the query restores from:
@@ -200,7 +210,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
    */
   private def checkLastCommit(root: String, listed: Array[FileStatus]): Unit =
     if (TaskContext.get() == null && StorageCheckpointFileManager.startingRoots.remove(root)) {
-      val last = listed.map(_.getPath.getName).filter(n => n.nonEmpty && n.forall(_.isDigit)).map(_.toLong)
+      val last = listed.flatMap(s => CheckpointPaths.logEntryBatch(s.getPath.getName))
       if (last.nonEmpty) CheckpointCoordinator.driverInstance.foreach { c =>
         val batch = last.max
         // A checkpoint whose state was in a previous driver's heap only fails as before, in its tasks.
@@ -243,14 +253,14 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   override def delete(p: Path): Unit = {
     val q = qualified(p)
     CheckpointPaths.splitState(q).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
-    val (listedDir, listedInlineOnly) = inlineOnly
-    if (q.getParent == listedDir && listedInlineOnly.contains(q.getName)) {
-      inlineOnly = (listedDir, listedInlineOnly - q.getName)
-    } else if (FileSystemOperations.isLocal(p)) {
-      val local = FileSystemOperations.localPath(p)
-      if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
-    } else {
-      fs.delete(p, true)
+    // A file inline only has nothing on the file system to delete.
+    if (!takeInlineOnly(q)) {
+      if (FileSystemOperations.isLocal(p)) {
+        val local = FileSystemOperations.localPath(p)
+        if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
+      } else {
+        fs.delete(p, true)
+      }
     }
   }
 

@@ -138,10 +138,14 @@ object FileSystemOperations {
     }
   }
 
-  /** An object store's refusal of a conditional write (HTTP 412), as S3A raises it. */
+  /**
+   * An object store's refusal of a conditional write (HTTP 412): S3A raises it as a
+   * `RemoteFileChangedException`; the AWS SDK's own error names the status and its code. Not a
+   * bare "412", which a path or a request id may hold.
+   */
   private def preconditionFailed(e: Throwable): Boolean =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(8).exists { t =>
       t.getClass.getSimpleName == "RemoteFileChangedException" ||
-        Option(t.getMessage).exists(m => m.contains("412") || m.contains("PreconditionFailed"))
+        Option(t.getMessage).exists(m => m.contains("Status Code: 412") || m.contains("PreconditionFailed"))
     }
 }

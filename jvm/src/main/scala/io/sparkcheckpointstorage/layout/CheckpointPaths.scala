@@ -141,6 +141,10 @@ object CheckpointPaths {
     }
   }
 
+  /** The batch of an offset or commit log entry's file name (`<batch>`); None for any other name. */
+  def logEntryBatch(name: String): Option[Long] =
+    if (name.nonEmpty && name.forall(_.isDigit)) scala.util.Try(name.toLong).toOption else None
+
   /** The offset log entry of batch `batch`, relative to the root. */
   def offsetEntry(batch: Long): String = s"$Offsets/$batch"
 

@@ -168,7 +168,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
 
   /** The batch ids with a file in `<root>/<dir>/` (the commit and offset logs). */
   def batchIds(dir: String): Seq[Long] =
-    FileSystemOperations.listNames(new Path(qualified, dir), conf).filter(_.forall(_.isDigit)).map(_.toLong).sorted
+    FileSystemOperations.listNames(new Path(qualified, dir), conf).flatMap(CheckpointPaths.logEntryBatch).sorted
 
   /**
    * The committed batch `batchId` (-1: the last committed one), or why there is none; the
