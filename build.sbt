@@ -40,10 +40,15 @@ val sparkOperatorSuites = (Seq("HeapStreamingAggregationSuite", "HeapStreamingDe
   "HeapFlatMapGroupsWithStateSuite", "HeapStreamingInnerJoinSuite", "HeapStreamingOuterJoinSuite",
   "HeapStreamingFullOuterJoinSuite", "HeapStreamingLeftSemiJoinSuite") ++ transformWithStateSuites)
   .map("io.sparkcheckpointstorage.provider." + _)
-def sparkSuitesInCi(line: SparkLine): Seq[String] = line.sparkSuitesInCi.flatMap {
-  case "TransformWithState" => transformWithStateSuites
-  case s => Seq(s"Heap${s}Suite")
-}.map("io.sparkcheckpointstorage.provider." + _)
+// They run once per line, on its default Scala binary: Spark's operators over our provider
+// are the same on both binaries of a line, whose Scala differences our own suites and
+// Spark's StateStoreSuite cover.
+def sparkSuitesInCi(line: SparkLine, scalaBinary: String): Seq[String] =
+  if (scalaBinary != line.defaultScala) Nil
+  else line.sparkSuitesInCi.flatMap {
+    case "TransformWithState" => transformWithStateSuites
+    case s => Seq(s"Heap${s}Suite")
+  }.map("io.sparkcheckpointstorage.provider." + _)
 
 // Spark's own test suites (StateStoreSuiteBase, StreamTest, the streaming operator suites)
 // come from the line's `tests` jars, intransitive: the Spark main classes on the test
@@ -148,7 +153,7 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     // `test` only: `testOnly` of a named suite runs it whatever this says.
     Test / test / testOptions += Tests.Filter(name =>
-      sparkSuitesAll || !sparkOperatorSuites.contains(name) || sparkSuitesInCi(line).contains(name)),
+      sparkSuitesAll || !sparkOperatorSuites.contains(name) || sparkSuitesInCi(line, scalaBinary).contains(name)),
     Test / test / testOptions ++= (if (sparkSuitesAll) Nil
       else Seq(Tests.Argument(TestFrameworks.ScalaTest, "-l", "io.sparkcheckpointstorage.OutsideCiSubset"))),
     publishMavenStyle := true,

@@ -5,7 +5,8 @@ DriverCheckpointStorage with a checkpoint path), across a driver restart: a real
 (dev/realfs/pom-kafka-spark<line>.xml, on the drivers' class path through ``spark.jars``).
 
 Two queries, each in the four backend x storage variants, run concurrently in one driver per
-phase (each phase a process of its own):
+phase (each phase a process of its own; the clean restart's and the killed driver's
+scenarios, each on topics and checkpoints of its own, share their two drivers):
 
 - an aggregation: Kafka -> ``groupBy(k)`` count and sum, update mode -> Kafka. Every output
   record carries its key's running count, so a record written twice shows as a repeated
@@ -46,7 +47,7 @@ from spark_checkpoint_storage import (
     EmbeddedRocksDBStateBackend, HashMapStateBackend, get_checkpoint_config, jvm_names)
 
 spec = json.loads(%r)
-root, topics, bootstrap = spec["root"], spec["topics"], spec["bootstrap"]
+bootstrap = spec["bootstrap"]
 
 sys.path.insert(0, spec["tests"])
 from support import executors
@@ -63,56 +64,6 @@ def kafka_stream(topic):
             .select(F.col("value").cast("string").alias("json")))
 
 
-def aggregation(name):
-    rows = kafka_stream(topics["events"]).select(F.from_json("json", "k string, v long").alias("e"))
-    counts = rows.groupBy("e.k").agg(F.count("*").alias("n"), F.sum("e.v").alias("total"))
-    return counts.select(
-        F.concat_ws("|", F.lit(name), "k").alias("key"),
-        F.to_json(F.struct(F.lit(name).alias("variant"), "k", "n", "total")).alias("value"))
-
-
-def deduplication(name):
-    rows = kafka_stream(topics["ids"]).select(F.from_json("json", "id long, wave int").alias("e"))
-    return rows.select("e.*").dropDuplicates(["id"]).select(
-        F.concat_ws("|", F.lit(name), F.col("id").cast("string")).alias("key"),
-        F.to_json(F.struct(F.lit(name).alias("variant"), "id")).alias("value"))
-
-
-def start(kind, backend, storage):
-    name = "%%s-%%s" %% (backend, storage)
-    folder = os.path.join(root, kind, name)
-    config.set_state_backend(HashMapStateBackend() if backend == "hashmap"
-                             else EmbeddedRocksDBStateBackend())
-    # The storage's settings, as spark-submit --conf would give them: every line reads them.
-    spark.conf.set(jvm_names.STORAGE, storage)
-    spark.conf.set(jvm_names.STORAGE + ".checkpointPath", os.path.join(folder, "storage"))
-    df = aggregation(name) if kind == "aggregation" else deduplication(name)
-    query = (df.writeStream.format("kafka").outputMode("update")
-             .option("kafka.bootstrap.servers", bootstrap)
-             .option("topic", topics[kind + "-out"])
-             .option("checkpointLocation", os.path.join(folder, "checkpoint"))
-             .queryName("%%s-%%s" %% (kind, name)).start())
-    return query, os.path.join(folder, "checkpoint")
-
-
-def produce(wave):
-    events = spark.createDataFrame([(k, v) for k, v in wave["events"]], "k string, v long")
-    (events.select(F.col("k").alias("key"), F.to_json(F.struct("k", "v")).alias("value"))
-     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-     .option("topic", topics["events"]).save())
-    ids = spark.createDataFrame([(i, wave["number"]) for i in wave["ids"]], "id long, wave int")
-    (ids.select(F.col("id").cast("string").alias("key"), F.to_json(F.struct("id", "wave")).alias("value"))
-     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-     .option("topic", topics["ids"]).save())
-
-
-queries = [start(kind, backend, storage) for kind in ("aggregation", "deduplication")
-           for backend, storage in spec["variants"]]
-for wave in spec["waves"]:
-    produce(wave)
-    for query, _ in queries:
-        query.processAllAvailable()
-
 def batches(checkpoint, folder):
     return {int(n) for n in os.listdir(os.path.join(checkpoint, folder)) if n.isdigit()}
 
@@ -127,90 +78,161 @@ def executor_pids():
     return executors.executor_pids(executors.driver_pid(spark))
 
 
-def interrupt(kill, spare):
-    # More input arrives; `kill` runs once every query has planned a batch of it and one at
-    # least has not committed its batch. A wave more arrives whenever all are between
-    # batches. The batches open then are written to interrupted.json.
-    spare = list(spare)
-    planned = {c: max(batches(c, "offsets")) for _, c in queries}
-    produce(spare.pop(0))
-    while True:
-        for query, _ in queries:
-            if query.exception() is not None:
-                raise query.exception()
-        open_batches = {c: batches(c, "offsets") - batches(c, "commits") for _, c in queries}
-        if all(max(batches(c, "offsets")) > planned[c] for c in planned):
-            if any(open_batches.values()):
-                break
-            planned = {c: max(batches(c, "offsets")) for _, c in queries}
-            produce(spare.pop(0))
-        time.sleep(0.05)
-    interrupted = {}
-    for _, c in queries:
-        for batch in open_batches[c]:
-            interrupted[os.path.relpath(os.path.dirname(c), root)] = {
-                "batch": batch, "start": source_offsets(c, batch - 1),
-                "end": source_offsets(c, batch)}
-    with open(os.path.join(root, "interrupted.json"), "w") as f:
-        json.dump(interrupted, f)
-    kill()
-    return spare
+class Scenario:
+    # The queries of one scenario (spec["scenarios"]): both kinds in every variant, on the
+    # scenario's topics, their checkpoints under its root.
 
+    def __init__(self, s):
+        self.spec, self.name, self.root, self.topics = s, s["name"], s["root"], s["topics"]
+        self.queries = [self.start(kind, backend, storage) for kind in ("aggregation", "deduplication")
+                        for backend, storage in spec["variants"]]
 
-if spec.get("kill"):
-    # The driver dies, JVM first; the next driver resumes by replaying the open batches.
-    interrupt(lambda: os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(),
-                              signal.SIGKILL), spec["kill"])
-    os._exit(0)
+    def aggregation(self, name):
+        rows = kafka_stream(self.topics["events"]).select(F.from_json("json", "k string, v long").alias("e"))
+        counts = rows.groupBy("e.k").agg(F.count("*").alias("n"), F.sum("e.v").alias("total"))
+        return counts.select(
+            F.concat_ws("|", F.lit(name), "k").alias("key"),
+            F.to_json(F.struct(F.lit(name).alias("variant"), "k", "n", "total")).alias("value"))
 
-if spec.get("kill_executor"):
-    # An executor JVM dies inside the open batches; Spark runs their tasks again on the
-    # executors left and on the one the cluster starts in its place, in this driver.
-    killed = {}
+    def deduplication(self, name):
+        rows = kafka_stream(self.topics["ids"]).select(F.from_json("json", "id long, wave int").alias("e"))
+        return rows.select("e.*").dropDuplicates(["id"]).select(
+            F.concat_ws("|", F.lit(name), F.col("id").cast("string")).alias("key"),
+            F.to_json(F.struct(F.lit(name).alias("variant"), "id")).alias("value"))
 
-    def kill_executor():
-        pids = executor_pids()
-        executor = min(pids, key=int)
-        os.kill(pids[executor], signal.SIGKILL)
-        killed.update(executor=executor, pid=pids[executor], before=sorted(pids))
+    def start(self, kind, backend, storage):
+        name = "%%s-%%s" %% (backend, storage)
+        folder = os.path.join(self.root, kind, name)
+        config.set_state_backend(HashMapStateBackend() if backend == "hashmap"
+                                 else EmbeddedRocksDBStateBackend())
+        # The storage's settings, as spark-submit --conf would give them: every line reads them.
+        spark.conf.set(jvm_names.STORAGE, storage)
+        spark.conf.set(jvm_names.STORAGE + ".checkpointPath", os.path.join(folder, "storage"))
+        df = self.aggregation(name) if kind == "aggregation" else self.deduplication(name)
+        query = (df.writeStream.format("kafka").outputMode("update")
+                 .option("kafka.bootstrap.servers", bootstrap)
+                 .option("topic", self.topics[kind + "-out"])
+                 .option("checkpointLocation", os.path.join(folder, "checkpoint"))
+                 .queryName("%%s-%%s-%%s" %% (self.name, kind, name)).start())
+        return query, os.path.join(folder, "checkpoint")
 
-    rest = interrupt(kill_executor, spec["kill_executor"])
-    for query, _ in queries:
-        query.processAllAvailable()
-    for wave in rest:
-        produce(wave)
-        for query, _ in queries:
+    def produce(self, wave):
+        events = spark.createDataFrame([(k, v) for k, v in wave["events"]], "k string, v long")
+        (events.select(F.col("k").alias("key"), F.to_json(F.struct("k", "v")).alias("value"))
+         .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", self.topics["events"]).save())
+        ids = spark.createDataFrame([(i, wave["number"]) for i in wave["ids"]], "id long, wave int")
+        (ids.select(F.col("id").cast("string").alias("key"), F.to_json(F.struct("id", "wave")).alias("value"))
+         .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", self.topics["ids"]).save())
+
+    def process(self):
+        for query, _ in self.queries:
             query.processAllAvailable()
-    killed["after"] = sorted(executor_pids())
-    with open(os.path.join(root, "executor-killed.json"), "w") as f:
-        json.dump(killed, f)
 
-# Each query ran on the backend (the provider Spark recorded in its offset log) and the
-# storage (the marker the storage writes into the checkpoint) of its variant.
-for query, checkpoint in queries:
-    query.stop()
-    with open(os.path.join(checkpoint, "offsets", "0")) as f:
-        recorded = f.read()
-    expected = (jvm_names.HEAP_PROVIDER_CLASS if "/hashmap-" in checkpoint
-                else jvm_names.ROCKSDB_PROVIDER_CLASS)
-    assert expected in recorded, (checkpoint, recorded)
-    with open(os.path.join(checkpoint, "checkpoint-storage")) as f:
-        marker = f.read()
-    kind = "DriverCheckpointStorage" if "-driver/" in checkpoint else "FileSystemCheckpointStorage"
-    assert "\nstorage=%%s (" %% kind in marker, (checkpoint, marker)
+    def interrupt(self, kill, spare):
+        # More input arrives; `kill` runs once every query has planned a batch of it and one
+        # at least has not committed its batch. A wave more arrives whenever all are between
+        # batches. The batches open then are written to interrupted.json.
+        spare = list(spare)
+        planned = {c: max(batches(c, "offsets")) for _, c in self.queries}
+        self.produce(spare.pop(0))
+        while True:
+            for query, _ in self.queries:
+                if query.exception() is not None:
+                    raise query.exception()
+            open_batches = {c: batches(c, "offsets") - batches(c, "commits") for _, c in self.queries}
+            if all(max(batches(c, "offsets")) > planned[c] for c in planned):
+                if any(open_batches.values()):
+                    break
+                planned = {c: max(batches(c, "offsets")) for _, c in self.queries}
+                self.produce(spare.pop(0))
+            time.sleep(0.05)
+        interrupted = {}
+        for _, c in self.queries:
+            for batch in open_batches[c]:
+                interrupted[os.path.relpath(os.path.dirname(c), self.root)] = {
+                    "batch": batch, "start": source_offsets(c, batch - 1),
+                    "end": source_offsets(c, batch)}
+        with open(os.path.join(self.root, "interrupted.json"), "w") as f:
+            json.dump(interrupted, f)
+        kill()
+        return spare
 
-if spec.get("read_back"):
-    def topic(name):
-        return read_topic(spark, bootstrap, topics[name])
-    records = {name: [tuple(r) for r in topic(name).orderBy("partition", "offset").collect()]
-               for name in ("events", "ids", "aggregation-out", "deduplication-out")}
-    events = topic("events").select(F.from_json("value", "k string, v long").alias("e"))
-    batch_aggregation = {r["k"]: [r["n"], r["total"]] for r in events.groupBy("e.k").agg(
-        F.count("*").alias("n"), F.sum("e.v").alias("total")).collect()}
-    ids = topic("ids").select(F.from_json("value", "id long, wave int").alias("e"))
-    batch_ids = sorted(r["id"] for r in ids.select("e.id").distinct().collect())
-    with open(os.path.join(root, "read-back.json"), "w") as f:
-        json.dump({"records": records, "aggregation": batch_aggregation, "ids": batch_ids}, f)
+    def kill_an_executor(self):
+        # An executor JVM dies inside the open batches; Spark runs their tasks again on the
+        # executors left and on the one the cluster starts in its place, in this driver.
+        killed = {}
+
+        def kill_executor():
+            pids = executor_pids()
+            executor = min(pids, key=int)
+            os.kill(pids[executor], signal.SIGKILL)
+            killed.update(executor=executor, pid=pids[executor], before=sorted(pids))
+
+        rest = self.interrupt(kill_executor, self.spec["kill_executor"])
+        self.process()
+        for wave in rest:
+            self.produce(wave)
+            self.process()
+        killed["after"] = sorted(executor_pids())
+        with open(os.path.join(self.root, "executor-killed.json"), "w") as f:
+            json.dump(killed, f)
+
+    def stop(self):
+        # Each query ran on the backend (the provider Spark recorded in its offset log) and
+        # the storage (the marker the storage writes into the checkpoint) of its variant.
+        for query, checkpoint in self.queries:
+            query.stop()
+            with open(os.path.join(checkpoint, "offsets", "0")) as f:
+                recorded = f.read()
+            expected = (jvm_names.HEAP_PROVIDER_CLASS if "/hashmap-" in checkpoint
+                        else jvm_names.ROCKSDB_PROVIDER_CLASS)
+            assert expected in recorded, (checkpoint, recorded)
+            with open(os.path.join(checkpoint, "checkpoint-storage")) as f:
+                marker = f.read()
+            kind = "DriverCheckpointStorage" if "-driver/" in checkpoint else "FileSystemCheckpointStorage"
+            assert "\nstorage=%%s (" %% kind in marker, (checkpoint, marker)
+
+    def read_back(self):
+        def topic(name):
+            return read_topic(spark, bootstrap, self.topics[name])
+        records = {name: [tuple(r) for r in topic(name).orderBy("partition", "offset").collect()]
+                   for name in ("events", "ids", "aggregation-out", "deduplication-out")}
+        events = topic("events").select(F.from_json("value", "k string, v long").alias("e"))
+        batch_aggregation = {r["k"]: [r["n"], r["total"]] for r in events.groupBy("e.k").agg(
+            F.count("*").alias("n"), F.sum("e.v").alias("total")).collect()}
+        ids = topic("ids").select(F.from_json("value", "id long, wave int").alias("e"))
+        batch_ids = sorted(r["id"] for r in ids.select("e.id").distinct().collect())
+        with open(os.path.join(self.root, "read-back.json"), "w") as f:
+            json.dump({"records": records, "aggregation": batch_aggregation, "ids": batch_ids}, f)
+
+
+scenarios = [Scenario(s) for s in spec["scenarios"]]
+# Every scenario's waves, one wave of each at a time: all queries run side by side.
+for i in range(max(len(s.spec["waves"]) for s in scenarios)):
+    waved = [s for s in scenarios if i < len(s.spec["waves"])]
+    for s in waved:
+        s.produce(s.spec["waves"][i])
+    for s in waved:
+        s.process()
+for s in scenarios:
+    if s.spec.get("kill_executor"):
+        s.kill_an_executor()
+# The scenarios whose driver is not killed stop cleanly first: their checkpoints are whole
+# before the kill of another's.
+for s in scenarios:
+    if not s.spec.get("kill"):
+        s.stop()
+        if s.spec.get("read_back"):
+            s.read_back()
+        print("SCENARIO DONE %%s" %% s.name, flush=True)
+for s in scenarios:
+    if s.spec.get("kill"):
+        # The driver dies, JVM first; the next driver resumes by replaying the open batches.
+        s.interrupt(lambda: os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(),
+                                    signal.SIGKILL), s.spec["kill"])
+        os._exit(0)
 print("PHASE DONE")
 spark.stop()
 """
@@ -280,19 +302,42 @@ def topics_for(broker, prefix: str) -> Dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def clean_restart(kafka_broker, connector_jars, tmp_path_factory):
-    """Two drivers over the same checkpoints: the first runs two waves of input, then stops
-    its queries cleanly (every batch committed) and exits; the second resumes them, runs two
-    more waves, stops them and reads both topics back. Returns what it read."""
-    root = str(tmp_path_factory.mktemp("kafka-clean"))
-    topics = topics_for(kafka_broker, "clean")
-    for phase, (first, read) in enumerate(((0, False), (2, True)), start=1):
-        spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
-                "jars": connector_jars, "variants": VARIANTS, "waves": waves(first, 2),
-                "read_back": read}
-        folder = tmp_path_factory.mktemp("kafka-clean-phase%d" % phase)
-        assert "PHASE DONE" in assert_ok(run_driver(folder, spec))
-    return read_back(root)
+def restarts(kafka_broker, connector_jars, tmp_path_factory):
+    """Two drivers over the same checkpoints, each running two scenarios' queries side by
+    side (each scenario its own topics and checkpoints):
+
+    - ``clean``: the first driver runs two waves of input, then stops its queries cleanly
+      (every batch committed); the second resumes them, runs two more waves, stops them and
+      reads both topics back;
+    - ``killed``: the first driver runs two waves of input, then gets more and is killed
+      (SIGKILL to its JVM, once the clean scenario's queries stopped) while one query at least
+      has a batch planned but not committed; the second resumes every query, runs one more
+      wave, stops them cleanly and reads both topics back.
+
+    Returns, per scenario, the folder its driver wrote what it read into."""
+    base = {"bootstrap": kafka_broker.bootstrap, "jars": connector_jars, "variants": VARIANTS}
+    roots = {name: str(tmp_path_factory.mktemp("kafka-" + name)) for name in ("clean", "killed")}
+    topics = {name: topics_for(kafka_broker, name) for name in roots}
+
+    def scenario(name, **how):
+        return dict(how, name=name, root=roots[name], topics=topics[name])
+    folder = tmp_path_factory.mktemp("kafka-restarts-phase1")
+    first = run_driver(folder, dict(base, scenarios=[
+        scenario("clean", waves=waves(0, 2)),
+        scenario("killed", waves=waves(0, 2), kill=waves(2, 4))]))
+    assert first.returncode == 0 and "PHASE DONE" not in first.stdout, first.stderr[-5000:]
+    assert "SCENARIO DONE clean" in first.stdout, first.stderr[-5000:]
+    folder = tmp_path_factory.mktemp("kafka-restarts-phase2")
+    assert "PHASE DONE" in assert_ok(run_driver(folder, dict(base, scenarios=[
+        scenario("clean", waves=waves(2, 2), read_back=True),
+        scenario("killed", waves=waves(6, 1), read_back=True)])))
+    return roots
+
+
+@pytest.fixture(scope="module")
+def clean_restart(restarts):
+    """What the clean scenario's second driver read back (see ``restarts``)."""
+    return read_back(restarts["clean"])
 
 
 def test_aggregation_exactly_once_across_a_clean_restart(clean_restart):
@@ -327,24 +372,12 @@ def test_deduplication_exactly_once_across_a_clean_restart(clean_restart):
 
 
 @pytest.fixture(scope="module")
-def killed_restart(kafka_broker, connector_jars, tmp_path_factory):
-    """Two drivers over the same checkpoints: the first runs two waves of input, then gets
-    more and is killed (SIGKILL to its JVM) while one query at least has a batch planned but
-    not committed; the second resumes every query, runs one more wave, stops them cleanly and
-    reads both topics back. Returns what it read, and the batches the kill interrupted."""
-    root = str(tmp_path_factory.mktemp("kafka-killed"))
-    topics = topics_for(kafka_broker, "killed")
-    base = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
-            "jars": connector_jars, "variants": VARIANTS}
-    folder = tmp_path_factory.mktemp("kafka-killed-phase1")
-    first = run_driver(folder, dict(base, waves=waves(0, 2), kill=waves(2, 4)))
-    assert first.returncode == 0 and "PHASE DONE" not in first.stdout, first.stderr[-5000:]
-    with open(os.path.join(root, "interrupted.json")) as f:
+def killed_restart(restarts):
+    """What the killed scenario's second driver read back (see ``restarts``), and the batches
+    the kill interrupted."""
+    with open(os.path.join(restarts["killed"], "interrupted.json")) as f:
         interrupted = json.load(f)
-    folder = tmp_path_factory.mktemp("kafka-killed-phase2")
-    assert "PHASE DONE" in assert_ok(run_driver(folder, dict(
-        base, waves=waves(6, 1), read_back=True)))
-    return read_back(root), interrupted
+    return read_back(restarts["killed"]), interrupted
 
 
 @pytest.fixture(scope="module")
@@ -355,10 +388,11 @@ def executor_killed(kafka_broker, connector_jars, tmp_path_factory):
     cleanly and read both topics back. Returns what it read, the batches open at the kill,
     and the executors before and after."""
     root = str(tmp_path_factory.mktemp("kafka-executor-killed"))
-    topics = topics_for(kafka_broker, "executor-killed")
-    spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,
-            "jars": connector_jars, "variants": VARIANTS, "master": "local-cluster[2,1,1024]",
-            "waves": waves(0, 2), "kill_executor": waves(2, 4), "read_back": True}
+    spec = {"bootstrap": kafka_broker.bootstrap, "jars": connector_jars, "variants": VARIANTS,
+            "master": "local-cluster[2,1,1024]", "scenarios": [{
+                "name": "executor-killed", "root": root,
+                "topics": topics_for(kafka_broker, "executor-killed"),
+                "waves": waves(0, 2), "kill_executor": waves(2, 4), "read_back": True}]}
     folder = tmp_path_factory.mktemp("kafka-executor-killed-driver")
     assert "PHASE DONE" in assert_ok(run_driver(folder, spec))
     with open(os.path.join(root, "interrupted.json")) as f:

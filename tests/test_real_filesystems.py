@@ -3,10 +3,10 @@
 S3-compatible object store (SeaweedFS, reached through ``s3a://`` with credentials enforced).
 On each:
 
-- every stateful operator, with each storage, in one scenario per storage: the driver is
-  SIGKILLed between the state commit of a batch and its ``commits/N`` and a new driver resumes
-  the queries; with the file system storage on ``local-cluster``, where an executor JVM is
-  SIGKILLed mid-stream first. Every result equals the batch computation
+- every stateful operator, with each storage, side by side in one scenario: on
+  ``local-cluster`` an executor JVM is SIGKILLed mid-stream, then the driver between the state
+  commit of a batch and its ``commits/N``, and a new driver resumes the queries. Every result
+  equals the batch computation
   (tests/support/stateful_operators.py, shared with tests/test_stateful_operators.py);
 - in one driver for both file systems (tests/support/remote_storage_checks.py): both
   storages across a restart, damaged and missing packs, retention (``minBatchesToRetain``)
@@ -32,21 +32,17 @@ from support import realfs  # noqa: E402
 from support import stateful_operators as so  # noqa: E402
 from test_stateful_operators import (  # noqa: E402
     CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, cached_scenarios, check,
-    check_killed_between_state_commit_and_commit_log, run_scenario, storage_of)
+    check_killed_between_state_commit_and_commit_log, run_scenario, storage_of, variant_results)
 
-#: One scenario per file system and storage, all operators side by side: the driver is
-#: killed in the batch of file 2 (between the state commit and commits/N), then a new driver
-#: (a restart) feeds file 3 and the flush. With the file system storage the first driver runs
-#: on local-cluster and an executor JVM is killed after file 1 too; the driver storage runs
-#: on local[2] (its executor side is the same code; local-cluster's start-up and executor
-#: JVMs would double the time this module adds to CI).
-STEPS = {
-    "filesystem": [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
-                        expect_exit=so.DRIVER_KILLED_EXIT),
-                   dict(master=LOCAL, feed=[3, "flush"])],
-    "driver": [dict(master=LOCAL, feed=[0, 1, 2], kill_driver_at=2, expect_exit=so.DRIVER_KILLED_EXIT),
-               dict(master=LOCAL, feed=[3, "flush"])],
-}
+#: One scenario per file system, every operator with each storage side by side (the driver
+#: storage's queries a variant beside the file system storage's, with their packs under
+#: their checkpoints): the first driver runs on local-cluster, where an executor JVM is
+#: killed after file 1, and the driver is killed in the batch of file 2 (between the state
+#: commit and commits/N); then a new driver (a restart) feeds file 3 and the flush.
+STEPS = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
+              expect_exit=so.DRIVER_KILLED_EXIT),
+         dict(master=LOCAL, feed=[3, "flush"])]
+DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": OPERATORS}
 STORAGES = ["filesystem", "driver"]
 
 
@@ -57,26 +53,27 @@ def unique(fs, what: str) -> str:
 
 @pytest.fixture(scope="module")
 def operator_results(remote_fs, tmp_path_factory):
-    """storage -> results of its scenario on this file system (run once)."""
-    def run(storage):
+    """storage -> results of its queries in this file system's scenario (run once for both)."""
+    def run():
         return run_scenario(
-            tmp_path_factory.mktemp("%s-%s" % (remote_fs.scheme, storage)),
-            PROVIDER_NAMES[0], "kills_then_restart", storage, OPERATORS, steps=STEPS[storage],
-            extra={"checkpoint_root": unique(remote_fs, "operators-" + storage),
-                   "spark_conf": realfs.spark_settings(remote_fs)})
-    return cached_scenarios(run)
+            tmp_path_factory.mktemp(remote_fs.scheme), PROVIDER_NAMES[0], "kills_then_restart",
+            "filesystem", OPERATORS, steps=STEPS,
+            extra={"checkpoint_root": unique(remote_fs, "operators"),
+                   "spark_conf": realfs.spark_settings(remote_fs), "variants": [DRIVER_VARIANT]})
+    scenario = cached_scenarios(run)
+    return lambda storage: variant_results(scenario(), None if storage == "filesystem" else storage)
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
-@pytest.mark.parametrize("storage", [pytest.param("filesystem", marks=pytest.mark.cluster), "driver"])
+@pytest.mark.parametrize("storage", STORAGES)
 def test_operator_survives_kills_and_restart(remote_fs, operator_results, storage, name):
     results = operator_results(storage)
     assert {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}[
         storage] in storage_of(results, name)
-    if storage == "filesystem":
-        killed = results["log"]["killed"]
-        assert [k["executor"] for k in killed] == ["0"], results["log"]
-        assert not os.path.exists("/proc/%d" % killed[0]["pid"])
+    killed = results["log"]["killed"]
+    assert [k["executor"] for k in killed] == ["0"], results["log"]
+    assert not os.path.exists("/proc/%d" % killed[0]["pid"])
     check_killed_between_state_commit_and_commit_log(results, name)
     check(results, PROVIDER_NAMES[0], name)
 
@@ -91,7 +88,7 @@ def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seawee
     computation; the changelogs went through our file manager (the storage's packs)."""
     names = ["transform_with_state"]
     results = run_scenario(tmp_path, "rocksdb", "kills_then_restart", None, names,
-                           steps=STEPS["filesystem"],
+                           steps=STEPS,
                            extra={"checkpoint_root": unique(seaweed_s3, "transform-with-state"),
                                   "spark_conf": dict(realfs.spark_settings(seaweed_s3), **{
                                       "spark.sql.streaming.stateStore.rocksdb."

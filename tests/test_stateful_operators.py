@@ -14,7 +14,8 @@ and executor-kill scenarios (their results are checked after both halves), so it
 scenario of its own.
 
 Every scenario runs all operators' queries side by side in one driver
-(tests/support/stateful_operators.py), once per provider; the tests then compare operator by operator.
+(tests/support/stateful_operators.py), once per provider, with the other storages' queries
+(``STORAGE_VARIANTS``) beside them; the tests then compare operator by operator.
 
 The provider comes from ``SCS_TEST_PROVIDER``: ``heap`` (default, ours), ``hdfs`` (Spark's
 ``HDFSBackedStateStoreProvider``), ``rocksdb``, a class name, or several, comma-separated.
@@ -54,16 +55,24 @@ SCENARIOS = {
 }
 
 #: The scenarios above run on the default storage, the file system one (the query's checkpoint
-#: location is known). The driver storage runs the failure scenarios too, with one operator
-#: of each kind of state: aggregation, deduplication, a stream-stream join.
+#: location is known). Other storages run them too, with one operator of each kind of state
+#: (aggregation, deduplication, a stream-stream join), as variants beside those queries in
+#: the same drivers, through the same kills (support/stateful_operators.py: a variant's
+#: queries start with its settings): the driver storage with a checkpoint path in every
+#: scenario, and in the two kill scenarios the file system storage with every state file a
+#: file of its own, written in the background (``asyncStateWrites``).
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
-
-#: The file system storage with every state file a file of its own, written in the background
-#: (``asyncStateWrites``), in the two kill scenarios, with the same operators.
 ASYNC_STORAGE = "filesystem-async"
 ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThreshold": "0",
                       "spark.sql.streaming.checkpointStorage.asyncStateWrites": "true"}
+DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": STORAGE_OPERATORS}
+ASYNC_VARIANT = {"label": ASYNC_STORAGE, "storage": "filesystem", "operators": STORAGE_OPERATORS,
+                 "spark_conf": ASYNC_STATE_WRITES}
+#: scenario -> the storage variants its drivers run beside the default storage's queries
+STORAGE_VARIANTS = {"restart": [DRIVER_VARIANT],
+                    "executor_killed": [DRIVER_VARIANT, ASYNC_VARIANT],
+                    "driver_killed": [DRIVER_VARIANT, ASYNC_VARIANT]}
 
 
 class ScenarioFailed(Exception):
@@ -93,12 +102,36 @@ def run_scenario(root, provider: str, scenario: str, storage=None, operators=Non
             raise ScenarioFailed("%s, driver %d of %d: %s" % (scenario, i + 1, len(steps), e))
     results = json.loads((work / "results.json").read_text())
     results["work"] = str(work)
+    results["variants"] = [v["label"] for v in (extra or {}).get("variants", [])]
     if after_kill is not None:
         # The offset and commit logs the killed driver left, as the next driver found them
         # before starting its queries (read through Hadoop: local or remote alike).
         after_kill["commit_logs"] = results["log"]["commit_logs_at_start"]
     results["after_kill"] = after_kill
     return results
+
+
+def variant_results(results: dict, label=None) -> dict:
+    """The results of one variant's queries (``label``; None: the step's own operators), keyed
+    by operator as a scenario of their own would be; the log's kills stay whole."""
+    if label is not None and label not in results.get("variants", []):
+        raise KeyError("the scenario ran no variant %r (it ran %s)" % (label, results.get("variants")))
+    prefix = "" if label is None else label + "/"
+
+    def own(by_key: dict) -> dict:
+        return {k[len(prefix):]: v for k, v in by_key.items()
+                if (k.startswith(prefix) if prefix else "/" not in k)}
+    log = dict(results["log"])
+    for part in ("batches", "state_rows_removed", "commit_logs_at_start"):
+        if part in log:
+            log[part] = own(log[part])
+    view = dict(results, operators=own(results["operators"]), log=log)
+    if label is not None:
+        view["work"] = os.path.join(results["work"], label)
+    if results["after_kill"] is not None:
+        view["after_kill"] = {"killed_in": own(results["after_kill"]["killed_in"]),
+                              "commit_logs": own(results["after_kill"]["commit_logs"])}
+    return view
 
 
 def cached_scenarios(run):
@@ -120,15 +153,14 @@ def cached_scenarios(run):
 
 @pytest.fixture(scope="module")
 def scenario_results(tmp_path_factory):
-    """(provider, scenario[, storage]) -> results, each scenario run once for all its
-    operators."""
-    def run(provider, scenario, storage=None):
-        folder = tmp_path_factory.mktemp("%s-%s-%s" % (provider, scenario, storage or "default"))
-        if storage == ASYNC_STORAGE:
-            return run_scenario(folder, provider, scenario, "filesystem", STORAGE_OPERATORS,
-                                extra={"spark_conf": ASYNC_STATE_WRITES})
-        return run_scenario(folder, provider, scenario, storage, STORAGE_OPERATORS if storage else None)
-    return cached_scenarios(run)
+    """(provider, scenario[, storage variant]) -> results, each scenario run once for all its
+    operators, with the first provider's storage variants beside them."""
+    def run(provider, scenario):
+        folder = tmp_path_factory.mktemp("%s-%s" % (provider, scenario))
+        variants = STORAGE_VARIANTS[scenario] if provider == PROVIDER_NAMES[0] else []
+        return run_scenario(folder, provider, scenario, extra={"variants": variants})
+    get = cached_scenarios(run)
+    return lambda provider, scenario, storage=None: variant_results(get(provider, scenario), storage)
 
 
 def check(results, provider, name):
@@ -173,8 +205,9 @@ def test_executor_killed(scenario_results, provider, name):
     assert killed == ["0", "1"], log  # both executors of the start, one after the other
     for k in log["killed"]:
         assert not os.path.exists("/proc/%d" % k["pid"])
-        # Killed inside a running batch (its sink called, its job not yet run).
-        assert k["query"] in OPERATORS and k["batch"] >= 0, log
+        # Killed inside a running batch (its sink called, its job not yet run), of any
+        # query of the driver, a storage variant's too.
+        assert k["query"].rsplit("/", 1)[-1] in OPERATORS and k["batch"] >= 0, log
     # Spark replaced them: the executors at the end are new ones.
     assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
     check(results, provider, name)

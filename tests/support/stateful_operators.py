@@ -264,7 +264,12 @@ class Driver:
     that checkpoint root to this one's with ``spark_checkpoint_storage.migration.migrate``, to
     that provider; with ``via_canonical_savepoint``, through a canonical savepoint of it;
     with ``migrate_partitions``, rescaled to that many partitions, and where each state row
-    lies then recorded), ``check_placement`` (record where each state row lies at the end)."""
+    lies then recorded), ``check_placement`` (record where each state row lies at the end),
+    ``variants`` (optional: more queries beside the operators', each variant a dict with
+    ``label``, ``operators`` and, optionally, ``storage``, ``provider`` and ``spark_conf``,
+    set on the session for its queries' start only; a variant's checkpoints are under
+    ``<checkpoint root>/<label>`` and its queries named ``<label>/<operator>``: several
+    storages or providers through the same kills in one driver, one Spark start for all)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -272,6 +277,11 @@ class Driver:
         self.source = os.path.join(self.work, "source")
         os.makedirs(self.source, exist_ok=True)
         self.operators = [operator(n) for n in spec["operators"]]
+        self.variants = list(spec.get("variants") or [])
+        #: (variant, operator) of every query of the step: the step's own (variant None), then
+        #: each variant's
+        self.members = [(None, op) for op in self.operators] + [
+            (v, operator(n)) for v in self.variants for n in v["operators"]]
         self.queries = {}
         #: executors killed by every driver of the scenario so far (a killed driver's own
         #: log is lost, so kills are also kept in a file of the work folder)
@@ -283,7 +293,7 @@ class Driver:
         self.log = {"killed": killed, "batches": {}, "state_rows_removed": {}, "seconds": []}
         #: set when the driver is to die in the queries' next batch (see kill_driver)
         self.kill_armed = threading.Event()
-        self.kill_barrier = threading.Barrier(len(self.operators))
+        self.kill_barrier = threading.Barrier(len(self.members))
         self.killed_batches = {}
         #: set by the first sink to run once an executor kill is pending (see kill_an_executor):
         #: the (query, batch id) whose batch is running then
@@ -292,8 +302,31 @@ class Driver:
         self.kill_pending = False
         self.checkpoint_root = spec.get("checkpoint_root") or self.work
 
-    def checkpoint(self, op: Operator) -> str:
-        return "%s/checkpoints/%s" % (self.checkpoint_root.rstrip("/"), op.name)
+    def root(self, variant: Optional[dict] = None) -> str:
+        """Where the checkpoints of ``variant``'s queries (and its driver storage's packs) are:
+        the checkpoint root, or a folder of it named after the variant."""
+        base = self.checkpoint_root.rstrip("/")
+        return base if variant is None else "%s/%s" % (base, variant["label"])
+
+    def checkpoint(self, op: Operator, variant: Optional[dict] = None) -> str:
+        return "%s/checkpoints/%s" % (self.root(variant), op.name)
+
+    @staticmethod
+    def key(op: Operator, variant: Optional[dict] = None) -> str:
+        """The query's name, and its key in the log and the results."""
+        return op.name if variant is None else "%s/%s" % (variant["label"], op.name)
+
+    def variant_settings(self, variant: dict) -> Dict[str, str]:
+        """The session settings ``variant``'s queries start with."""
+        settings = {}
+        if variant.get("provider"):
+            settings["spark.sql.streaming.stateStore.providerClass"] = provider_class(variant["provider"])
+        if variant.get("storage"):
+            settings[STORAGE_CONF] = variant["storage"]
+            if variant["storage"] == "driver":
+                settings[STORAGE_CONF + ".checkpointPath"] = self.root(variant) + "/driver-storage"
+        settings.update(variant.get("spark_conf") or {})
+        return settings
 
     # -- session
 
@@ -368,8 +401,9 @@ class Driver:
 
     # -- queries
 
-    def start(self, op: Operator):
-        out = os.path.join(self.work, "out", op.name)
+    def start(self, op: Operator, variant: Optional[dict] = None):
+        key = self.key(op, variant)
+        out = os.path.join(self.work, "out", *key.split("/"))
         os.makedirs(out, exist_ok=True)
         columns = op.columns
 
@@ -379,7 +413,7 @@ class Driver:
             if self.kill_pending and not self.batch_running.is_set():
                 # Before the batch's job runs: its tasks, state commits and commit log entry
                 # all come after this point.
-                self.running_batch = (op.name, batch_id)
+                self.running_batch = (key, batch_id)
                 self.batch_running.set()
             rows = as_strings(df, columns)
             tmp = os.path.join(out, ".%d.tmp" % batch_id)
@@ -387,7 +421,7 @@ class Driver:
                 json.dump(rows, f)
             os.rename(tmp, os.path.join(out, "%d.json" % batch_id))
             if self.kill_armed.is_set():
-                self.kill_driver(op.name, batch_id)
+                self.kill_driver(key, batch_id)
 
         # With ``input_glob``, the source reads a glob of the folder: Spark's file source then
         # sets no base path, and a copy of the checkpoint resumes over a folder elsewhere
@@ -395,13 +429,28 @@ class Driver:
         # those outside itself).
         path = os.path.join(self.source, "*.parquet") if self.spec.get("input_glob") else self.source
         stream = self.events(self.spark.readStream.schema(SOURCE_SCHEMA).parquet(path))
-        return (op.build(stream).writeStream.queryName(op.name).outputMode(op.mode)
-                .foreachBatch(sink).trigger(processingTime="100 milliseconds")
-                .option("checkpointLocation", self.checkpoint(op))
-                .start())
+        writer = (op.build(stream).writeStream.queryName(key).outputMode(op.mode)
+                  .foreachBatch(sink).trigger(processingTime="100 milliseconds")
+                  .option("checkpointLocation", self.checkpoint(op, variant)))
+        if variant is None:
+            return writer.start()
+        # A streaming query keeps the settings of its start (Spark clones the session):
+        # the variant's are set for it alone.
+        conf = self.spark.conf
+        before = {k: conf.get(k, None) for k in self.variant_settings(variant)}
+        try:
+            for k, v in self.variant_settings(variant).items():
+                conf.set(k, v)
+            return writer.start()
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    conf.unset(k)
+                else:
+                    conf.set(k, v)
 
-    def outputs(self, op: Operator) -> Dict[int, list]:
-        out = os.path.join(self.work, "out", op.name)
+    def outputs(self, op: Operator, variant: Optional[dict] = None) -> Dict[int, list]:
+        out = os.path.join(self.work, "out", *self.key(op, variant).split("/"))
         batches = {}
         for name in os.listdir(out):
             if name.endswith(".json"):
@@ -485,9 +534,10 @@ class Driver:
         # What the previous driver left (read through Hadoop: any file system).
         if self.spec.get("migrate_from"):
             self.migrate()
-        self.log["commit_logs_at_start"] = {op.name: self.commit_log(op) for op in self.operators}
-        for op in self.operators:
-            self.queries[op.name] = self.start(op)
+        self.log["commit_logs_at_start"] = {self.key(op, v): self.commit_log(op, v)
+                                            for v, op in self.members}
+        for v, op in self.members:
+            self.queries[self.key(op, v)] = self.start(op, v)
         try:
             for b in self.spec["feed"]:
                 if b == self.spec.get("kill_driver_at"):
@@ -594,20 +644,21 @@ class Driver:
             kinds.update(n.rsplit(".", 1)[-1] for n in names if "." in n and not n.startswith("."))
         return sorted(kinds)
 
-    def commit_log(self, op: Operator) -> list:
+    def commit_log(self, op: Operator, variant: Optional[dict] = None) -> list:
         """(newest offsets/N, newest commits/N) of the query's checkpoint, None where empty."""
         from support.realfs import HadoopFiles
         files = HadoopFiles(self.spark)
         newest = lambda d: max((int(n) for n in files.list(d) if n.isdigit()), default=None)  # noqa: E731
-        return [newest(self.checkpoint(op) + "/offsets"), newest(self.checkpoint(op) + "/commits")]
+        checkpoint = self.checkpoint(op, variant)
+        return [newest(checkpoint + "/offsets"), newest(checkpoint + "/commits")]
 
-    def checkpoint_facts(self, op: Operator) -> dict:
+    def checkpoint_facts(self, op: Operator, variant: Optional[dict] = None) -> dict:
         """The provider recorded in the newest offset log entry; the storage marker."""
         from support.realfs import HadoopFiles
         files = HadoopFiles(self.spark)
-        offsets = self.checkpoint(op) + "/offsets"
+        offsets = self.checkpoint(op, variant) + "/offsets"
         latest = max((n for n in files.list(offsets) if n.isdigit()), key=int)
-        marker = self.checkpoint(op) + "/checkpoint-storage"
+        marker = self.checkpoint(op, variant) + "/checkpoint-storage"
         return {"offsets": files.read(offsets + "/" + latest).decode(),
                 "storage": files.read(marker).decode() if files.exists(marker) else None}
 
@@ -615,17 +666,21 @@ class Driver:
         from pyspark.sql import functions as F
         batch_df = self.events(spark.createDataFrame(self.all_input(), SOURCE_SCHEMA))
         results = {}
-        for op in self.operators:
-            expected = op.expected(batch_df).where(F.col("k") != FLUSH_KEY)
-            results[op.name] = {
-                "got": final_result(op, self.outputs(op)),
-                "expected": sort_rows(as_strings(expected, op.columns)),
-                "output_batches": len(self.outputs(op)),
-                "checkpoint": self.checkpoint_facts(op),
-                "state_files": self.state_file_kinds(self.checkpoint(op)),
+        expected = {}
+        for v, op in self.members:
+            if op.name not in expected:
+                expected[op.name] = sort_rows(as_strings(
+                    op.expected(batch_df).where(F.col("k") != FLUSH_KEY), op.columns))
+            key = self.key(op, v)
+            results[key] = {
+                "got": final_result(op, self.outputs(op, v)),
+                "expected": expected[op.name],
+                "output_batches": len(self.outputs(op, v)),
+                "checkpoint": self.checkpoint_facts(op, v),
+                "state_files": self.state_file_kinds(self.checkpoint(op, v)),
             }
             if self.spec.get("check_placement"):
-                results[op.name]["placement"] = self.state_placement(self.checkpoint(op))
+                results[key]["placement"] = self.state_placement(self.checkpoint(op, v))
         with open(os.path.join(self.work, "results.json"), "w") as f:
             json.dump({"operators": results, "log": self.log}, f)
 
