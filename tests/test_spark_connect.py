@@ -17,9 +17,9 @@ from spark_checkpoint_storage.checkpoint_config import (
     PLUGIN_CLASS,
     PROVIDER_CLASS,
     ExternalizedCheckpointCleanup,
-    configure_spark_with_checkpoint_storage,
     get_checkpoint_config,
 )
+from spark_checkpoint_storage.session import configure_spark_with_checkpoint_storage
 from spark_checkpoint_storage.errors import (
     ClassicSessionRequiredException,
     StaticConfigurationException,

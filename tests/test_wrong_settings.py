@@ -224,7 +224,7 @@ def test_connect_server_without_the_plugin_is_named():
     """A Spark Connect client cannot add the jar: a server started without it is refused when
     the client asks for its checkpoint settings (the module test_spark_connect runs the real
     server with the plugin, where the same check passes)."""
-    from spark_checkpoint_storage.session import check_connect_server_has_plugin
+    from spark_checkpoint_storage.plugin import check_connect_server_has_plugin
 
     class Conf:
         def __init__(self, plugins):

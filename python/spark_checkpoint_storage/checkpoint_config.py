@@ -23,13 +23,7 @@ from spark_checkpoint_storage.errors import (
     install_error_conversion,
     jvm_errors,
 )
-# PLUGIN_CONFS and configure_spark_with_checkpoint_storage stay importable from here.
-from spark_checkpoint_storage.session import (  # noqa: F401
-    PLUGIN_CONFS,
-    check_connect_server_has_plugin,
-    configure_spark_with_checkpoint_storage,
-    is_connect_session,
-)
+from spark_checkpoint_storage.plugin import check_connect_server_has_plugin, is_connect_session
 from spark_checkpoint_storage.state_backend import StateBackend, from_provider_class
 
 __all__ = [

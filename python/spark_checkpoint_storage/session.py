@@ -26,6 +26,7 @@ from spark_checkpoint_storage.bundled_jar import (
     bundled_jar_path,
     jvm_has_jar,
 )
+from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
 from spark_checkpoint_storage.checkpoint_storage import CheckpointStorage
 from spark_checkpoint_storage.errors import (
     CheckpointStorageException,
@@ -33,6 +34,7 @@ from spark_checkpoint_storage.errors import (
     convert_jvm_exception,
     install_error_conversion,
 )
+from spark_checkpoint_storage.plugin import PLUGIN_CONFS, server_options
 from spark_checkpoint_storage.state_backend import StateBackend
 
 __all__ = [
@@ -40,19 +42,7 @@ __all__ = [
     "local_session",
     "checkpoint_location_and_session",
     "jvm_and_hadoop_conf",
-    "is_connect_session",
-    "check_connect_server_has_plugin",
-    "server_options",
-    "PLUGIN_CONFS",
 ]
-
-#: Every setting the plugin needs besides the jar: the state store provider, the checkpoint
-#: file manager that places state bytes, and the Spark plugin that runs the coordinator.
-PLUGIN_CONFS: Dict[str, str] = {
-    jvm_names.PROVIDER_CLASS_CONF: jvm_names.HEAP_PROVIDER_CLASS,
-    jvm_names.FILE_MANAGER_CLASS_CONF: jvm_names.FILE_MANAGER_CLASS,
-}
-
 
 def configure_spark_with_checkpoint_storage(builder: Any,
                                             storage: Optional[CheckpointStorage] = None,
@@ -108,9 +98,6 @@ def configure_spark_with_checkpoint_storage(builder: Any,
     :param state_backend: the state backend, optional.
     :return: the same builder, configured.
     """
-    # The checkpoint config builds on this module's helpers (Spark Connect checks).
-    from spark_checkpoint_storage.checkpoint_config import get_checkpoint_config
-
     if _is_remote_builder(builder):
         raise ClassicSessionRequiredException(
             "configure_spark_with_checkpoint_storage needs a classic SparkSession builder: the "
@@ -226,67 +213,6 @@ def jvm_and_hadoop_conf(j_session: Any) -> Tuple[Any, Any]:
     if j_session is not None:
         return gateway.jvm, j_session.sessionState().newHadoopConf()
     return gateway.jvm, gateway.jvm.org.apache.hadoop.conf.Configuration()
-
-
-def is_connect_session(target: Any) -> bool:
-    """
-    Whether ``target`` is a Spark Connect ``SparkSession`` (False when Spark Connect's Python
-    dependencies are not installed).
-
-    Example:
-    ::
-
-        >>> from spark_checkpoint_storage.session import is_connect_session
-        >>> is_connect_session(spark)  # doctest: +SKIP
-        False
-    """
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # Spark Connect's Python dependencies are not installed
-        return False
-    return isinstance(target, ConnectSession)
-
-
-def check_connect_server_has_plugin(session: Any) -> None:
-    """
-    Refuses a Spark Connect session whose server runs without this package's plugin: a
-    client cannot add the jar and the plugin to a server that already runs.
-
-    Example:
-    ::
-
-        >>> from spark_checkpoint_storage.session import check_connect_server_has_plugin
-        >>> check_connect_server_has_plugin(connect_spark)  # doctest: +SKIP
-
-    :param session: a Spark Connect ``SparkSession``.
-    :raises JarNotOnClasspathError: when the server's ``spark.plugins`` does not name the
-        plugin; the message gives the server's ``--jars`` and ``--conf`` options.
-    """
-    plugins = session.conf.get(jvm_names.PLUGINS_CONF, None) or ""
-    if jvm_names.PLUGIN_CLASS not in [p.strip() for p in plugins.split(",")]:
-        raise JarNotOnClasspathError(
-            "The Spark Connect server does not run the spark-checkpoint-storage plugin (its %s "
-            "is %r): the jar and the plugin must be on the server when it starts, a client "
-            "cannot add them. Start the server with %s."
-            % (jvm_names.PLUGINS_CONF, plugins, server_options()))
-
-
-def server_options() -> str:
-    """
-    The spark-submit options that give a Spark Connect server (or any driver) the jar and
-    the plugin.
-
-    Example:
-    ::
-
-        >>> from spark_checkpoint_storage.session import server_options
-        >>> server_options().startswith("--jars ")
-        True
-    """
-    return "--jars %s --conf %s=%s --conf %s=%s %s" % (
-        bundled_jar_path(), jvm_names.PLUGINS_CONF, jvm_names.PLUGIN_CLASS,
-        jvm_names.QUERY_LISTENERS_CONF, jvm_names.LISTENER_CLASS,
-        " ".join("--conf %s=%s" % kv for kv in PLUGIN_CONFS.items()))
 
 
 def _is_remote_builder(builder: Any) -> bool:
