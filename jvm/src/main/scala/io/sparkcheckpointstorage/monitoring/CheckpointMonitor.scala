@@ -211,21 +211,6 @@ object CheckpointMonitor {
 
   def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
 
-  /** What an unset setting of ours means (the words of docs/operations.md). */
-  val Defaults: Map[String, String] = {
-    import CheckpointStorageOptions._
-    Map(
-      Storage -> "filesystem with a checkpoint directory, else driver",
-      CheckpointPath -> "none",
-      SavepointPath -> "none",
-      MaxStateSize -> "5m",
-      FileStateSizeThreshold -> "20k",
-      WriteBufferSize -> "4k",
-      DriverMaxTotalInlineSize -> "a quarter of the driver heap",
-      ExecutorMaxRequestBatchSize -> "1m",
-      ExternalizedCleanup -> "RETAIN_ON_CANCELLATION")
-  }
-
   /** Where each setting of ours came from: the session, Spark's configuration, or the default. */
   def settingsOf(session: Iterable[(String, String)], sparkConf: Map[String, String]): Seq[CheckpointSetting] = {
     val ours = session.filter { case (k, _) =>
@@ -238,7 +223,7 @@ object CheckpointMonitor {
         case (Some(v), Some(c)) if v == c => CheckpointSetting(k, v, "Spark configuration")
         case (Some(v), _) => CheckpointSetting(k, v, "session")
         case (None, Some(c)) => CheckpointSetting(k, c, "Spark configuration")
-        case (None, None) => CheckpointSetting(k, Defaults.getOrElse(k, ""), "default")
+        case (None, None) => CheckpointSetting(k, CheckpointStorageSettings.all.find(_.key == k).fold("")(_.unsetMeans), "default")
       }
     }
   }

@@ -12,12 +12,14 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
 /**
  * One setting of this package: its key, whether Spark reads it only when the session starts
- * (static), what it allows, and how a value is read. Reading a wrong value fails with an
+ * (static), what it allows, what it means when unset (the words of docs/operations.md, shown
+ * by the Checkpoints tab), and how a value is read. Reading a wrong value fails with an
  * [[IllegalCheckpointStorageArgumentException]] whose first line names the setting, the value
  * and what is allowed; every reader of a setting goes through here, so that the words are the
  * same wherever the value is read.
  */
-sealed abstract class Setting[T](val key: String, val static: Boolean, val allowed: String) {
+sealed abstract class Setting[T](val key: String, val static: Boolean, val allowed: String,
+    val unsetMeans: String) {
   /** The value of `raw`, or the error saying what is allowed. */
   def parse(raw: String): T
 
@@ -27,8 +29,9 @@ sealed abstract class Setting[T](val key: String, val static: Boolean, val allow
 }
 
 /** A number of bytes, written as Spark writes sizes (`20k`, `5m`, `1048576`), within bounds. */
-final class SizeSetting(key: String, static: Boolean, val min: Long, val max: Long, allowed: String)
-  extends Setting[Long](key, static, allowed) {
+final class SizeSetting(key: String, static: Boolean, val min: Long, val max: Long, allowed: String,
+    unsetMeans: String)
+  extends Setting[Long](key, static, allowed, unsetMeans) {
 
   override def parse(raw: String): Long = {
     val bytes = try JavaUtils.byteStringAsBytes(raw.trim) catch {
@@ -43,8 +46,8 @@ final class SizeSetting(key: String, static: Boolean, val min: Long, val max: Lo
 }
 
 /** One of a few names, in any case. */
-final class ChoiceSetting(key: String, static: Boolean, val choices: Seq[String])
-  extends Setting[String](key, static, s"expected ${choices.mkString(" or ")}") {
+final class ChoiceSetting(key: String, static: Boolean, val choices: Seq[String], unsetMeans: String)
+  extends Setting[String](key, static, s"expected ${choices.mkString(" or ")}", unsetMeans) {
 
   override def parse(raw: String): String = {
     val name = raw.trim.toUpperCase(Locale.ROOT)
@@ -54,7 +57,8 @@ final class ChoiceSetting(key: String, static: Boolean, val choices: Seq[String]
 }
 
 /** `true` or `false`, in any case. */
-final class BooleanSetting(key: String, static: Boolean) extends Setting[Boolean](key, static, "expected true or false") {
+final class BooleanSetting(key: String, static: Boolean, unsetMeans: String)
+  extends Setting[Boolean](key, static, "expected true or false", unsetMeans) {
   override def parse(raw: String): Boolean = raw.trim.toLowerCase(Locale.ROOT) match {
     case "true" => true
     case "false" => false
@@ -63,7 +67,8 @@ final class BooleanSetting(key: String, static: Boolean) extends Setting[Boolean
 }
 
 /** A Hadoop path (`file:///...`, `hdfs://...`, `s3a://...`, or a local path). */
-final class PathSetting(key: String) extends Setting[String](key, false, "expected a file system path or URI") {
+final class PathSetting(key: String)
+  extends Setting[String](key, false, "expected a file system path or URI", unsetMeans = "none") {
   override def parse(raw: String): String = {
     if (raw.trim.isEmpty) invalid(raw, "empty")
     try new Path(raw.trim) catch { case NonFatal(e) => invalid(raw, e.getMessage, e) }
@@ -75,7 +80,7 @@ final class PathSetting(key: String) extends Setting[String](key, false, "expect
 final class StorageNameSetting extends Setting[String](Storage, false,
   "expected 'driver', 'filesystem', or the name of a class on the classpath implementing " +
     s"${classOf[CheckpointStorageFactory].getName} (or ${classOf[CheckpointStorage].getName}), " +
-    "with a public no-argument constructor") {
+    "with a public no-argument constructor", unsetMeans = "filesystem with a checkpoint directory, else driver") {
 
   override def parse(raw: String): String = {
     if (raw.trim.isEmpty) invalid(raw, "empty")
@@ -98,19 +103,20 @@ object CheckpointStorageSettings {
   val CheckpointPathSetting = new PathSetting(CheckpointPath)
   val SavepointPathSetting = new PathSetting(SavepointPath)
   val MaxStateSizeSetting = new SizeSetting(MaxStateSize, false, 1, Int.MaxValue,
-    "expected a size of at least 1 byte and below 2g, such as 5m")
+    "expected a size of at least 1 byte and below 2g, such as 5m", unsetMeans = "5m")
   val FileStateSizeThresholdSetting = new SizeSetting(FileStateSizeThreshold, false, 0,
-    FileSystemCheckpointStorage.MaxFileStateThreshold, "expected a size from 0 to 1m (1048576 bytes), such as 20k")
+    FileSystemCheckpointStorage.MaxFileStateThreshold, "expected a size from 0 to 1m (1048576 bytes), such as 20k",
+    unsetMeans = "20k")
   val WriteBufferSizeSetting = new SizeSetting(WriteBufferSize, false, 0, Int.MaxValue,
-    "expected a size from 0 to below 2g, such as 4k")
+    "expected a size from 0 to below 2g, such as 4k", unsetMeans = "4k")
   val DriverMaxTotalInlineSizeSetting = new SizeSetting(DriverMaxTotalInlineSize, true, 1, Long.MaxValue,
-    "expected a size of at least 1 byte, such as 512m")
+    "expected a size of at least 1 byte, such as 512m", unsetMeans = "a quarter of the driver heap")
   // Far below a message's limit: a batch is one message, and its replies another.
   val ExecutorMaxRequestBatchSizeSetting = new SizeSetting(ExecutorMaxRequestBatchSize, true, 0, 64L << 20,
-    "expected a size from 0 (each request on its own) to 64m, such as 1m")
+    "expected a size from 0 (each request on its own) to 64m, such as 1m", unsetMeans = "1m")
   val ExternalizedCleanupSetting = new ChoiceSetting(ExternalizedCleanup, true,
-    Seq("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION"))
-  val AsyncStateWritesSetting = new BooleanSetting(AsyncStateWrites, false)
+    Seq("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION"), unsetMeans = "RETAIN_ON_CANCELLATION")
+  val AsyncStateWritesSetting = new BooleanSetting(AsyncStateWrites, false, unsetMeans = "")
 
   val all: Seq[Setting[_]] = Seq(StorageName, CheckpointPathSetting, SavepointPathSetting, MaxStateSizeSetting,
     FileStateSizeThresholdSetting, WriteBufferSizeSetting, DriverMaxTotalInlineSizeSetting,

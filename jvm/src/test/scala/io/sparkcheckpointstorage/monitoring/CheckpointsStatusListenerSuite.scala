@@ -125,6 +125,11 @@ class CheckpointsStatusListenerSuite extends AnyFunSuite {
     assert(s("spark.sql.streaming.checkpointStorage.maxStateSize") == ("1m", "session"))
     assert(s("spark.sql.streaming.checkpointStorage.externalizedCleanup") == ("DELETE_ON_CANCELLATION", "Spark configuration"))
     assert(s("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold") == ("20k", "default"))
+    // An unset setting shows what its definition says it means (CheckpointStorageSettings).
+    assert(s("spark.sql.streaming.checkpointStorage.checkpointPath") == ("none", "default"))
+    assert(s("spark.sql.streaming.checkpointStorage.writeBufferSize") == ("4k", "default"))
+    assert(s("spark.sql.streaming.checkpointStorage.driver.maxTotalInlineSize") ==
+      ("a quarter of the driver heap", "default"))
     assert(!s.contains("other"))
   }
 }
