@@ -118,7 +118,7 @@ object StatePack {
         bytes.length - FooterSize - indexOffset.toInt))
       val entries = (0 until in.readInt()).map { _ =>
         val e = PackEntry(in.readUTF(), in.readLong(), in.readInt(), in.readInt())
-        if (e.offset < 0 || e.offset + e.length > indexOffset) {
+        if (e.offset < 0 || e.length < 0 || e.offset + e.length > indexOffset) {
           throw CorruptPackException(pack, s"entry ${e.relPath} lies outside the data section")
         }
         e

@@ -110,6 +110,10 @@ class PacksSuite extends AnyFunSuite {
       val longer = good.clone()
       ByteBuffer.wrap(longer, indexOffset + 4 + 2 + "state/0/0/1.heap-delta".length + 8, 4).putInt(1000)
       assert(refusal(longer).getMessage.contains("entry state/0/0/1.heap-delta lies outside the data section"))
+      // A negative length is refused the same way, not left to fail the entry's read.
+      val negative = good.clone()
+      ByteBuffer.wrap(negative, indexOffset + 4 + 2 + "state/0/0/1.heap-delta".length + 8, 4).putInt(-1)
+      assert(refusal(negative).getMessage.contains("entry state/0/0/1.heap-delta lies outside the data section"))
       val countless = good.clone()
       ByteBuffer.wrap(countless, indexOffset, 4).putInt(5)
       assert(refusal(countless).getMessage.contains("its index cannot be read"))
