@@ -24,7 +24,7 @@ object PackDirectory {
 
   /** The sequence numbers of the packs of `root` on disk, ascending. */
   def sequences(root: String, conf: Configuration): Seq[Long] =
-    FileSystemOperations.listNames(dir(root), conf).flatMap(StatePack.batchOf).sorted
+    FileSystemOperations.listNames(dir(root), conf).flatMap(StatePack.sequenceOf).sorted
 
   /**
    * Writes pack `seq` of `root` atomically, never over an existing pack (a second writer of

@@ -48,11 +48,16 @@ object StatePack {
   val Magic: Array[Byte] = s"$MagicPrefix${FileFormat.Pack.current}".getBytes(StandardCharsets.US_ASCII)
   private val FooterSize = 8 + Magic.length
 
-  def fileName(batchId: Long): String = s"$batchId.pack"
+  /**
+   * A pack's file name: its sequence number in the checkpoint (1, 2, ...), not the batch it
+   * was written in, which its index records.
+   */
+  def fileName(sequence: Long): String = s"$sequence.pack"
 
   private val Name = """^(\d+)\.pack$""".r
-  def batchOf(fileName: String): Option[Long] = fileName match {
-    case Name(b) => Some(b.toLong)
+  /** The sequence number of a pack's file name; None for any other name. */
+  def sequenceOf(fileName: String): Option[Long] = fileName match {
+    case Name(n) => Some(n.toLong)
     case _ => None
   }
 

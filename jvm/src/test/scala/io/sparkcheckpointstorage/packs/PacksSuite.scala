@@ -57,9 +57,9 @@ class PacksSuite extends AnyFunSuite {
       assert(PackDirectory.sequences(root, conf) == Seq(3L))
       assert(index.batchId == 41L)
       assert(StatePack.fileName(12) == "12.pack")
-      assert(StatePack.batchOf("12.pack") == Some(12L))
+      assert(StatePack.sequenceOf("12.pack") == Some(12L))
       Seq("12", "x.pack", "-1.pack", "12.PACK", "12.pack.crc", ".12.pack.crc", ".12.pack.0b1c.tmp").foreach { n =>
-        assert(StatePack.batchOf(n).isEmpty, n)
+        assert(StatePack.sequenceOf(n).isEmpty, n)
       }
       assert(StatePack.leftoverSeq(".12.pack.0b1c2d3e.tmp") == Some(12L))
       Seq("12.pack", ".12.pack.crc", ".x.pack.0b1c.tmp").foreach(n => assert(StatePack.leftoverSeq(n).isEmpty, n))
