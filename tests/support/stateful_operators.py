@@ -277,11 +277,10 @@ class Driver:
         self.source = os.path.join(self.work, "source")
         os.makedirs(self.source, exist_ok=True)
         self.operators = [operator(n) for n in spec["operators"]]
-        self.variants = list(spec.get("variants") or [])
         #: (variant, operator) of every query of the step: the step's own (variant None), then
         #: each variant's
         self.members = [(None, op) for op in self.operators] + [
-            (v, operator(n)) for v in self.variants for n in v["operators"]]
+            (v, operator(n)) for v in spec.get("variants") or [] for n in v["operators"]]
         self.queries = {}
         #: executors killed by every driver of the scenario so far (a killed driver's own
         #: log is lost, so kills are also kept in a file of the work folder)
@@ -437,9 +436,10 @@ class Driver:
         # A streaming query keeps the settings of its start (Spark clones the session):
         # the variant's are set for it alone.
         conf = self.spark.conf
-        before = {k: conf.get(k, None) for k in self.variant_settings(variant)}
+        settings = self.variant_settings(variant)
+        before = {k: conf.get(k, None) for k in settings}
         try:
-            for k, v in self.variant_settings(variant).items():
+            for k, v in settings.items():
                 conf.set(k, v)
             return writer.start()
         finally:
@@ -671,16 +671,16 @@ class Driver:
             if op.name not in expected:
                 expected[op.name] = sort_rows(as_strings(
                     op.expected(batch_df).where(F.col("k") != FLUSH_KEY), op.columns))
-            key = self.key(op, v)
+            key, outputs, checkpoint = self.key(op, v), self.outputs(op, v), self.checkpoint(op, v)
             results[key] = {
-                "got": final_result(op, self.outputs(op, v)),
+                "got": final_result(op, outputs),
                 "expected": expected[op.name],
-                "output_batches": len(self.outputs(op, v)),
+                "output_batches": len(outputs),
                 "checkpoint": self.checkpoint_facts(op, v),
-                "state_files": self.state_file_kinds(self.checkpoint(op, v)),
+                "state_files": self.state_file_kinds(checkpoint),
             }
             if self.spec.get("check_placement"):
-                results[key]["placement"] = self.state_placement(self.checkpoint(op, v))
+                results[key]["placement"] = self.state_placement(checkpoint)
         with open(os.path.join(self.work, "results.json"), "w") as f:
             json.dump({"operators": results, "log": self.log}, f)
 

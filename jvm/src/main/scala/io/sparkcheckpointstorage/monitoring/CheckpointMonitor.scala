@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory
 
 import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, OffsetLogEntry, SparkSettingKeys}
-import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
+import io.sparkcheckpointstorage.storage.CheckpointStorageSettings
 
 /**
  * The inline state files a batch's commit took (relative path -> bytes), and the name of the
@@ -213,17 +213,15 @@ object CheckpointMonitor {
 
   /** Where each setting of ours came from: the session, Spark's configuration, or the default. */
   def settingsOf(session: Iterable[(String, String)], sparkConf: Map[String, String]): Seq[CheckpointSetting] = {
-    val ours = session.filter { case (k, _) =>
-      k == CheckpointStorageOptions.Storage || k.startsWith(CheckpointStorageOptions.Prefix + ".")
-    }.toMap
-    val named = CheckpointStorageSettings.all.map(_.key)
-    val keys = (named ++ ours.keys.toSeq.sorted).distinct
+    val ours = session.filter { case (k, _) => CheckpointStorageSettings.isOurs(k) }.toMap
+    val unsetMeans = CheckpointStorageSettings.all.map(s => s.key -> s.unsetMeans).toMap
+    val keys = (CheckpointStorageSettings.all.map(_.key) ++ ours.keys.toSeq.sorted).distinct
     keys.map { k =>
       (ours.get(k), sparkConf.get(k)) match {
         case (Some(v), Some(c)) if v == c => CheckpointSetting(k, v, "Spark configuration")
         case (Some(v), _) => CheckpointSetting(k, v, "session")
         case (None, Some(c)) => CheckpointSetting(k, c, "Spark configuration")
-        case (None, None) => CheckpointSetting(k, CheckpointStorageSettings.all.find(_.key == k).fold("")(_.unsetMeans), "default")
+        case (None, None) => CheckpointSetting(k, unsetMeans.getOrElse(k, ""), "default")
       }
     }
   }

@@ -171,7 +171,8 @@ object CheckpointStorageSettings {
     }
   }
 
-  private def isOurs(key: String): Boolean = key == Storage || key.startsWith(Prefix + ".")
+  /** A key of this package's settings (the storage's name, or under its prefix). */
+  def isOurs(key: String): Boolean = key == Storage || key.startsWith(Prefix + ".")
 
   /** Unknown names are refused unless a storage class of the user's may read settings of its own. */
   private def checkNames(ours: Map[String, String]): Unit = {
