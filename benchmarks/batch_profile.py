@@ -32,7 +32,7 @@ PHASES: List[Tuple[str, Tuple[str, ...]]] = [
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider.writeUpdateToDeltaFile",
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider.writeRemoveToDeltaFile")),
     ("file system calls (state files, the logs, the source's listing)",
-     ("io.sparkcheckpointstorage.filemanager.", "io.sparkcheckpointstorage.filesystem.",
+     ("io.sparkcheckpointstorage.filemanager.", "io.sparkcheckpointstorage.fileio.",
       "org.apache.hadoop.fs.", "org.apache.spark.sql.execution.streaming.CheckpointFileManager",
       "org.apache.spark.sql.execution.streaming.checkpointing.",
       "org.apache.spark.sql.execution.streaming.state.RocksDBFileManager")),

@@ -157,7 +157,7 @@ def test_non_persistent_driver_state_refuses_to_restart_in_a_new_driver(subproc,
 
 
 def _coordinator(spark):
-    return spark.sparkContext._jvm.io.sparkcheckpointstorage.coordinator.CheckpointCoordinator.current()
+    return spark.sparkContext._jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
 
 
 def _drain_listener_bus(spark):
@@ -442,7 +442,7 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
         if not own_files:
             import threading
             jvm = spark.sparkContext._jvm
-            coordinator = jvm.io.sparkcheckpointstorage.coordinator.CheckpointCoordinator.current()
+            coordinator = jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
             held = jvm.io.sparkcheckpointstorage.coordinator.ExistsInline(
                 "file:" + checkpoint, "state/0/0/2.heap-delta")
 

@@ -83,6 +83,15 @@ class PackageGraphSuite extends AnyFunSuite {
     assert(Graph(Set("p", "q"), Map(("p", "q") -> Seq(Ref("P.scala", 1, "q.X"))), Map.empty).cycles.isEmpty)
   }
 
+  test("docs/architecture.md draws the newest line's package graph, every edge and no other") {
+    val g = graphOf(lines.last)
+    val drawn = Drawing.parse(read(new File(repo, "docs/architecture.md")))
+    assert(drawn.nonEmpty, "no package graph in docs/architecture.md (a text block after '### The package graph')")
+    if (drawn != Drawing.depsOf(g)) {
+      fail(s"\ndocs/architecture.md's package graph is not Spark ${lines.last}'s; draw it so:\n" + Drawing.draw(g))
+    }
+  }
+
   // One case per line: a cycle on any line fails, naming its packages and the references.
   readLinesOrEmpty().foreach { line =>
     test(s"Spark $line: the main sources' packages form no cycle") {
@@ -116,6 +125,57 @@ object PackageGraphSuite {
     val home = sys.props.get("spark.test.home").map(new File(_))
     home.orElse(Iterator.iterate(new File(sys.props("user.dir")).getAbsoluteFile)(_.getParentFile)
       .takeWhile(_ != null).find(d => new File(d, "build.sbt").isFile)).map(_.getCanonicalFile).orNull
+  }
+
+  /**
+   * The graph as docs/architecture.md draws it: one row per package (short names), its level
+   * (the longest path down to a package that depends on nothing of ours) and what it depends on.
+   */
+  object Drawing {
+    private val Ours = "io.sparkcheckpointstorage"
+
+    def short(p: String): String = p match {
+      case Ours => "(root)"
+      case _ if p.startsWith(Ours + ".") => p.substring(Ours.length + 1)
+      case _ if p.endsWith(".shim") => "shim"
+      case _ => p.stripPrefix("org.apache.")
+    }
+
+    def depsOf(g: Graph): Map[String, Set[String]] =
+      g.packages.map(p => short(p) -> g.edges.keySet.collect { case (`p`, to) => short(to) }).toMap
+
+    def draw(g: Graph): String = {
+      val deps = depsOf(g)
+      val level = mutable.Map[String, Int]()
+      def levelOf(p: String): Int = level.getOrElseUpdate(p,
+        if (deps(p).isEmpty) 0 else deps(p).map(levelOf).max + 1)
+      deps.keys.toSeq.sortBy(p => (-levelOf(p), p)).map { p =>
+        val d = deps(p).toSeq.sortBy(q => (-levelOf(q), q))
+        f"${levelOf(p)}%3d  $p%-26s" + (if (d.isEmpty) "" else " -> " + d.mkString(", "))
+      }.mkString("\n")
+    }
+
+    /** The drawing in `doc`: the first text block after "### The package graph"; a row wraps onto indented lines. */
+    def parse(doc: String): Map[String, Set[String]] = {
+      val after = doc.indexOf("### The package graph")
+      if (after < 0) return Map.empty
+      val start = doc.indexOf("```text\n", after)
+      if (start < 0) return Map.empty
+      val block = doc.substring(start + 8, doc.indexOf("\n```", start))
+      val rows = mutable.ArrayBuffer[String]()
+      block.split('\n').foreach { l =>
+        if ("""^\s*\d+\s""".r.findPrefixOf(l).isDefined) rows += l.trim
+        else if (l.trim.nonEmpty && rows.nonEmpty) rows(rows.length - 1) = rows.last + " " + l.trim
+      }
+      rows.map { r =>
+        val body = r.dropWhile(_.isDigit).trim
+        val arrow = body.indexOf(" -> ")
+        // A note after two spaces or more ends the row: "(root)" is a package, "(anything else)" a note.
+        def names(t: String): Set[String] = t.split("\\s{2,}")(0).split(',').map(_.trim).filter(_.nonEmpty).toSet
+        if (arrow < 0) names(body).map(_ -> Set.empty[String])
+        else Seq(body.substring(0, arrow).trim -> names(body.substring(arrow + 4)))
+      }.flatMap(identity).toMap
+    }
   }
 
   final case class Ref(file: String, line: Int, what: String)

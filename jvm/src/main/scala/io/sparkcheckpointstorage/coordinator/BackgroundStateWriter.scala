@@ -11,7 +11,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkEnv
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 
 /**
  * The writer of an executor's state files in the background (`asyncStateWrites`; Flink: the

@@ -6,9 +6,10 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.FileStatus
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming, StorageMarker}
 import io.sparkcheckpointstorage.monitoring.{CheckpointMonitor, CommittedState, PackedBatch}
 import io.sparkcheckpointstorage.packs.{PackCleaner, PackDirectory}
@@ -32,8 +33,13 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  * pack write or restore never stalls the requests of another query. Callers: the plugin's
  * RPC endpoint (one thread), and the driver's file managers (the query threads, and tasks
  * of `local` mode).
+ *
+ * It reports each query's start, restore, commits and failures to the `monitor` it was given
+ * (the Checkpoints tab and metrics), as Flink's coordinator reports to its
+ * `CheckpointStatsTracker`; [[DriverRuntime]] wires the two.
  */
-final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: Long) {
+final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: Long,
+    monitor: Option[CheckpointMonitor] = None) {
   import CheckpointCoordinator._
 
   private val roots = new ConcurrentHashMap[String, RootSlot]()
@@ -116,7 +122,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
       state.put(p.relPath, p.bytes, held.tryReserve).foreach { accepted =>
         reply = if (accepted) Done else {
           val message = limitMessage(p)
-          CheckpointMonitor.driverInstance.foreach(_.commitFailed(p.root,
+          monitor.foreach(_.commitFailed(p.root,
             CheckpointPaths.stateVersionOf(p.relPath).map(_ - 1).getOrElse(-1L), "StateSizeLimit", message))
           Failed(FailureKind.StateSizeLimit, message)
         }
@@ -144,7 +150,15 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * Returns the batch's state for the checkpoints tab: what its packs hold, and the files of
    * their own the executors reported.
    */
-  def beforeCommit(root: String, batchId: Long): CommittedState = {
+  def beforeCommit(root: String, batchId: Long): CommittedState =
+    try packForCommit(root, batchId) catch {
+      case e: Exception =>
+        val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
+        monitor.foreach(_.commitFailed(root, batchId, kind, String.valueOf(e.getMessage)))
+        throw e
+    }
+
+  private def packForCommit(root: String, batchId: Long): CommittedState = {
     committedRoots.putIfAbsent(root, "")
     backgroundWrites.awaitWritten(root, batchId)
     // Loaded, not only looked up: a root whose state is on disk but not in this driver's heap
@@ -293,6 +307,22 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** The checkpoint roots whose inline state this coordinator holds. */
   def knownRoots: Seq[String] = roots.asScala.collect { case (root, s) if s.loaded.isDefined => root }.toSeq
 
+  /** A query on `root` is starting with these session settings, on `storage`. */
+  def queryStarting(root: String, sessionSettings: Iterable[(String, String)], storage: String): Unit =
+    monitor.foreach(_.queryStarting(root, sessionSettings, storage))
+
+  /** Spark listed `root`'s commit log (`listing`; empty for a new query): what a start restores from. */
+  def commitLogListed(root: String, listing: Array[FileStatus]): Unit =
+    monitor.foreach(_.commitLogListed(root, listing))
+
+  /** `commits/<batchId>` of `root` is written, with the `state` [[beforeCommit]] returned. */
+  def batchCommitted(root: String, batchId: Long, state: CommittedState): Unit =
+    monitor.foreach(_.batchCommitting(root, batchId, state))
+
+  /** A savepoint of `root` at `batchId` was written to `path`. */
+  def savepointTaken(root: String, queryId: String, batchId: Long, path: String): Unit =
+    monitor.foreach(_.savepointTaken(root, queryId, batchId, path))
+
   /**
    * Loads `root`'s inline state from its packs now, on the calling (query) thread, so that
    * the executors' first requests after a driver restart find it in memory instead of
@@ -383,11 +413,6 @@ object CheckpointCoordinator {
       "survive, give the storage a checkpoint path (DriverCheckpointStorage(checkpoint_path=...), " +
       s"${CheckpointStorageOptions.CheckpointPath}) or use FileSystemCheckpointStorage."
 
-  /** The coordinator of this JVM when it is the driver (set by the plugin). */
-  @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointCoordinator] = None
-
-  /** The driver's coordinator, null outside the driver (for Python). */
-  def current(): CheckpointCoordinator = driverInstance.orNull
 }
 
 /**

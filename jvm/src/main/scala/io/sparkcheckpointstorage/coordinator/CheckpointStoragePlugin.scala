@@ -4,14 +4,13 @@ import java.util.{Collections, Map => JMap}
 
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
-import org.apache.spark.scheduler.{SparkListener, SparkListenerExecutorRemoved}
 
-import io.sparkcheckpointstorage.monitoring.{CheckpointMetrics, CheckpointMonitor, CheckpointsStatusListener}
-import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
+import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
 
 /**
  * Puts the checkpoint coordinator on the driver and connects executors to it
- * (`spark.plugins=io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin`).
+ * (`spark.plugins=io.sparkcheckpointstorage.coordinator.CheckpointStoragePlugin`). What runs
+ * on the driver is wired by [[DriverRuntime]].
  *
  * Why Spark's public plugin API rather than an `RpcEndpoint` of our own: it is a stable,
  * documented API that needs no code under `org.apache.spark`, and its single receiving thread
@@ -23,58 +22,18 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointSt
  */
 class CheckpointStoragePlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new DriverPlugin {
-    private var coordinator: CheckpointCoordinator = _
-    private var endpoint: CoordinatorEndpoint = _
-    private var monitor: CheckpointMonitor = _
-    private var metrics: CheckpointMetrics = _
+    private var runtime: DriverRuntime = _
 
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
-      // A jar of another Spark line would fail at the first stateful batch with an
-      // AbstractMethodError: fail at start instead, naming the right artifact.
-      io.sparkcheckpointstorage.BuildInfo.checkSparkLine()
-      // Every setting of ours is checked here, when the session starts, as Flink checks a
-      // storage's configuration: a wrong value fails the start, naming the setting.
-      CheckpointStorageSettings.validateAtStartup(sc.getConf.getAll)
-      val maxHeld = sc.getConf.getOption(CheckpointStorageOptions.DriverMaxTotalInlineSize)
-        .map(CheckpointStorageSettings.DriverMaxTotalInlineSizeSetting.parse)
-        .getOrElse(Runtime.getRuntime.maxMemory / 4)
-      coordinator = new CheckpointCoordinator(sc.hadoopConfiguration, maxHeld)
-      endpoint = new CoordinatorEndpoint(coordinator)
-      CheckpointCoordinator.driverInstance = Some(coordinator)
-      // A lost executor's background state writes never finish: the commit waiting for them
-      // fails at once instead of at its timeout.
-      sc.addSparkListener(new SparkListener {
-        override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
-          coordinator.backgroundWrites.executorLost(removed.executorId, removed.reason)
-      })
-      // The checkpoints tab and metrics: facts gathered off the batches' path by the monitor,
-      // posted on the listener bus (so into the event log), kept by the tab's listener.
-      monitor = new CheckpointMonitor(e => org.apache.spark.checkpointstorage.ui.CheckpointsUi.post(sc, e),
-        sc.hadoopConfiguration, sc.getConf.getAll.toMap, () => coordinator.heldInlineBytes, maxHeld)
-      CheckpointMonitor.driverInstance = Some(monitor)
-      metrics = new CheckpointMetrics(ctx.metricRegistry())
-      org.apache.spark.checkpointstorage.ui.CheckpointsUi.attach(sc, store =>
-        new CheckpointsStatusListener(store, CheckpointsStatusListener.historySize(sc.getConf),
-          onUpdate = metrics.update, onRemove = metrics.remove),
-        () => (coordinator.heldInlineBytes, coordinator.maxTotalInlineBytes))
+      runtime = DriverRuntime.start(sc, ctx)
       Collections.emptyMap()
     }
 
-    override def registerMetrics(appId: String, ctx: PluginContext): Unit = {
-      metrics.gauge("driver.inlineBytesHeld")(coordinator.heldInlineBytes)
-      metrics.gauge("driver.maxTotalInlineSize")(coordinator.maxTotalInlineBytes)
-      metrics.gauge("coordinator.messages")(endpoint.messages)
-      metrics.gauge("coordinator.requests")(coordinator.requestsHandled)
-      metrics.gauge("coordinator.refusals")(coordinator.refusals)
-    }
+    override def registerMetrics(appId: String, ctx: PluginContext): Unit = runtime.registerMetrics()
 
-    override def receive(message: AnyRef): AnyRef = endpoint.receive(message)
+    override def receive(message: AnyRef): AnyRef = runtime.receive(message)
 
-    override def shutdown(): Unit = {
-      if (CheckpointCoordinator.driverInstance.contains(coordinator)) CheckpointCoordinator.driverInstance = None
-      if (CheckpointMonitor.driverInstance.contains(monitor)) CheckpointMonitor.driverInstance = None
-      if (monitor != null) monitor.stop()
-    }
+    override def shutdown(): Unit = if (runtime != null) DriverRuntime.stop(runtime)
   }
 
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {

@@ -5,7 +5,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.streaming.StreamingQueryListener
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorageOptions, CheckpointStorageSettings}
 
 /**
@@ -24,7 +24,7 @@ class CheckpointStorageQueryListener(conf: SparkConf) extends StreamingQueryList
   override def onQueryProgress(event: StreamingQueryListener.QueryProgressEvent): Unit = ()
 
   override def onQueryTerminated(event: StreamingQueryListener.QueryTerminatedEvent): Unit =
-    CheckpointCoordinator.driverInstance.foreach { coordinator =>
+    DriverRuntime.coordinator.foreach { coordinator =>
       val roots = coordinator.queryTerminated(event.id.toString)
       // Stopped by the user (no exception): the cancellation DELETE_ON_CANCELLATION is about.
       if (event.exception.isEmpty && deleteOnCancellation) roots.foreach { root =>

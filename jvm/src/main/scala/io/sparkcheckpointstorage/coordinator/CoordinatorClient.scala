@@ -48,7 +48,7 @@ object CoordinatorClient {
   def ask(request: CoordinatorRequest,
       raise: Failed => Exception = CoordinatorFailures.toException): CoordinatorReply = {
     val sent = if (StateMaintenanceScope.isActive) FromMaintenance(request) else request
-    val reply = CheckpointCoordinator.driverInstance match {
+    val reply = DriverRuntime.coordinator match {
       case Some(c) => c.handle(sent)
       case None => executorConnection match {
         case Some((_, batcher)) => batcher.ask(sent)

@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.coordinator.{BackgroundStateWriter, CoordinatorClient, OwnFileWritten, PutInline}
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, Placement, StateSizeLimitException}
 
 /**

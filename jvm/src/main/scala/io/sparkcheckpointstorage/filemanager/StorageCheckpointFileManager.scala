@@ -12,10 +12,9 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Che
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.inspection.CheckpointInspector
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateFileNaming}
-import io.sparkcheckpointstorage.monitoring.CheckpointMonitor
 import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLoader, CheckpointStorageOptions,
   CheckpointStorageSettings, CorruptCheckpointException, IllegalCheckpointStorageArgumentException}
 
@@ -108,20 +107,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
 
   private def createLogFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
-    CheckpointPaths.commit(qualified(p)) match {
-      case Some((root, batch)) if CheckpointCoordinator.driverInstance.isDefined =>
-        val packed = try CheckpointCoordinator.driverInstance.get.beforeCommit(root, batch) catch {
-          case e: Exception =>
-            val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
-            CheckpointMonitor.driverInstance.foreach(_.commitFailed(root, batch, kind, String.valueOf(e.getMessage)))
-            throw e
-        }
-        val out = FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
-        CheckpointMonitor.driverInstance match {
-          // The tab learns of the batch once commits/<batch> is closed, i.e. written.
-          case Some(monitor) => new OnWrittenStream(out, _ => monitor.batchCommitting(root, batch, packed))
-          case None => out
-        }
+    (CheckpointPaths.commit(qualified(p)), DriverRuntime.coordinator) match {
+      case (Some((root, batch)), Some(coordinator)) =>
+        val packed = coordinator.beforeCommit(root, batch)
+        // The tab learns of the batch once commits/<batch> is closed, i.e. written.
+        new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
+          _ => coordinator.batchCommitted(root, batch, packed))
       case _ =>
         beforeQueryWritesOutside(qualified(p))
         FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
@@ -151,7 +142,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
    */
   private def beforeQueryWritesOutside(p: Path): Unit = if (TaskContext.get() == null) {
     StorageCheckpointFileManager.queryRootOfThread.foreach { root =>
-      if (!p.toString.startsWith(root + "/")) CheckpointCoordinator.driverInstance.foreach(
+      if (!p.toString.startsWith(root + "/")) DriverRuntime.coordinator.foreach(
         _.beforeSinkCommit(root, StorageCheckpointFileManager.batchOfLogFile(p.getName).getOrElse(-1L)))
     }
   }
@@ -171,7 +162,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // moment to read a restarted query's packs, on the query's thread rather than the RPC's.
     CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
       StorageCheckpointFileManager.queryThreadOf(root)
-      CheckpointCoordinator.driverInstance.foreach(_.prepare(root))
+      DriverRuntime.coordinator.foreach(_.prepare(root))
     }
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
@@ -196,8 +187,8 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // the commit log's last entry; none when the offset log is empty or absent (a new query,
     // whose commit log Spark does not list before its first batch; see exists).
     CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
-      if (dir.getName == CheckpointPaths.Commits) CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, real))
-      else if (real.isEmpty) CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, real))
+      if (dir.getName == CheckpointPaths.Commits) DriverRuntime.coordinator.foreach(_.commitLogListed(root, real))
+      else if (real.isEmpty) DriverRuntime.coordinator.foreach(_.commitLogListed(root, real))
     }
     real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
   }
@@ -211,7 +202,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   private def checkLastCommit(root: String, listed: Array[FileStatus]): Unit =
     if (TaskContext.get() == null && StorageCheckpointFileManager.startingRoots.remove(root)) {
       val last = listed.flatMap(s => CheckpointPaths.logEntryBatch(s.getPath.getName))
-      if (last.nonEmpty) CheckpointCoordinator.driverInstance.foreach { c =>
+      if (last.nonEmpty) DriverRuntime.coordinator.foreach { c =>
         val batch = last.max
         // A checkpoint whose state was in a previous driver's heap only fails as before, in its tasks.
         val missing = try c.storesWithout(root, batch + 1) catch { case _: IllegalStateException => Nil }
@@ -245,7 +236,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     val found = inline || fs.exists(p)
     // Spark looks for the offset log of a query first: none means a new query (nothing restored).
     if (!found && p.getName == CheckpointPaths.Offsets) CheckpointPaths.logDirRoot(qualified(p)).foreach { root =>
-      CheckpointMonitor.driverInstance.foreach(_.commitLogListed(root, Array.empty))
+      DriverRuntime.coordinator.foreach(_.commitLogListed(root, Array.empty))
     }
     found
   }
@@ -276,7 +267,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     val root = qualified(path).toString
     // Executors never ask for a checkpoint directory; a driver without the coordinator
     // would fail the first batch's commit instead, on an executor.
-    if (TaskContext.get() == null && CheckpointCoordinator.driverInstance.isEmpty) {
+    if (TaskContext.get() == null && DriverRuntime.coordinator.isEmpty) {
       throw new IllegalCheckpointStorageArgumentException(s"The checkpoint file manager of " +
         s"spark-checkpoint-storage (${SparkSettingKeys.FileManagerClass}=${getClass.getName}) runs without its " +
         s"coordinator: spark.plugins does not name ${CheckpointStoragePlugin.ClassName}. Start " +
@@ -288,7 +279,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     cachedStorage = CheckpointStorageSettings.validateForQuery(settings, root)
     StorageCheckpointFileManager.startingRoots.add(root)
     cachedRoot = root
-    CheckpointMonitor.driverInstance.foreach(_.queryStarting(root, settings, cachedStorage.toString))
+    DriverRuntime.coordinator.foreach(_.queryStarting(root, settings, cachedStorage.toString))
     mkdirs(path)
     path
   }

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 
 /**
  * Spark's checkpoint layout, with what we add to it: the one place that knows where a

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.formats.FileFormat
 
 /**

@@ -13,8 +13,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.checkpointstorage.shim.MigrationShim
 import org.apache.spark.sql.types.{DataType, StructType}
 
+import io.sparkcheckpointstorage.fileio.CheckpointPublication
 import io.sparkcheckpointstorage.formats.FileFormat
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication}
+import io.sparkcheckpointstorage.layout.CheckpointPaths
 import io.sparkcheckpointstorage.results.{CanonicalOperator, CanonicalSavepointManifest, CanonicalSavepointResult,
   CanonicalStore, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.Savepoints

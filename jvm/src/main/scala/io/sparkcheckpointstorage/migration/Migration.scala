@@ -11,9 +11,10 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.util.SerializableConfiguration
 
+import io.sparkcheckpointstorage.fileio.{CheckpointPublication, PublicationWriter}
 import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.formats.FileFormat
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, SparkSettingKeys}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys}
 import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, MigrationResult, ResultCodec}
 

@@ -11,7 +11,8 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.checkpointstorage.shim.{CheckpointFileManagerShim, MigrationShim}
 import org.apache.spark.sql.functions.col
 
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, SparkSettingKeys, StateSchemaPaths}
+import io.sparkcheckpointstorage.fileio.CheckpointPublication
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, SparkSettingKeys, StateSchemaPaths}
 import io.sparkcheckpointstorage.reader.CheckpointReader
 import io.sparkcheckpointstorage.results.{MigratedOperator, MigratedStore, MigrationManifest, ResultCodec}
 import io.sparkcheckpointstorage.savepoint.Savepoints

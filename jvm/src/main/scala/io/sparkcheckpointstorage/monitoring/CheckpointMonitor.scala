@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.scheduler.SparkListenerEvent
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, OffsetLogEntry, SparkSettingKeys}
 import io.sparkcheckpointstorage.storage.CheckpointStorageSettings
 
@@ -205,9 +205,6 @@ object CheckpointMonitor {
 
   private final case class Starting(settings: Seq[CheckpointSetting], provider: String, partitions: Int,
       storage: String, atMs: Long)
-
-  /** The driver's monitor (set by the plugin when the driver runs it). */
-  @volatile private[sparkcheckpointstorage] var driverInstance: Option[CheckpointMonitor] = None
 
   def operatorOf(rel: String): Option[Int] = CheckpointPaths.storeOf(rel).map(_._1)
 

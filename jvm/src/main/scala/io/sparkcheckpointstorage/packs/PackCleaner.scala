@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 
 /**
  * Deletes packs that no longer hold live state, on a background thread, so the commit path

@@ -6,7 +6,7 @@ import org.apache.commons.io.output.CountingOutputStream
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.layout.CheckpointPaths
 
 /**

@@ -8,7 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 import io.sparkcheckpointstorage.coordinator._
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
 import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackDirectory, PackIndex, StatePack}
 
@@ -52,7 +52,7 @@ final class CheckpointReader(location: String, conf: Configuration) {
    * that reading never adds state to the driver's.
    */
   private val driverKey: Option[String] =
-    CheckpointCoordinator.driverInstance.flatMap(_.knownRoots.find(r => qualify(r) == qualified))
+    DriverRuntime.coordinator.flatMap(_.knownRoots.find(r => qualify(r) == qualified))
 
   /** The packs, when the checkpoint has inline state and the driver does not serve it. */
   private lazy val packed: Option[CheckpointPacks] = StorageMarker.read(root, conf) match {

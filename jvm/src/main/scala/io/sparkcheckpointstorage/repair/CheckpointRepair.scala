@@ -4,8 +4,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import io.sparkcheckpointstorage.coordinator.CheckpointCoordinator
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.coordinator.DriverRuntime
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.inspection.CheckpointInspector
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateFileNaming}
 import io.sparkcheckpointstorage.packs.PackDirectory
@@ -34,7 +34,7 @@ object CheckpointRepair {
   def repair(location: String, dryRun: Boolean, conf: Configuration): RepairResult = {
     val reader = new CheckpointReader(location, conf)
     val root = reader.root
-    CheckpointCoordinator.driverInstance.foreach { c =>
+    DriverRuntime.coordinator.foreach { c =>
       if (c.runningRoots.exists(r => new Path(r).toUri.getPath == new Path(root).toUri.getPath)) {
         throw new IllegalStateException(s"A streaming query runs on checkpoint $root in this driver: stop it " +
           "before repairing its checkpoint.")
@@ -53,7 +53,7 @@ object CheckpointRepair {
       CheckpointPaths.storeOf(e.relPath).flatMap(s => StateFileNaming.versionOf(s._4)).exists(_.version > keep + 1)
     }
     if (!dryRun) {
-      CheckpointCoordinator.driverInstance.foreach(_.discard(root))
+      DriverRuntime.coordinator.foreach(_.discard(root))
       // Newest first, commits before offsets: a repair cut short leaves a log Spark reads.
       removed.reverse.foreach { b =>
         FileSystemOperations.delete(new Path(root, CheckpointPaths.commitEntry(b)), conf)

@@ -8,8 +8,10 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import io.sparkcheckpointstorage.coordinator.DriverRuntime
+import io.sparkcheckpointstorage.fileio.{CheckpointPublication, PublicationWriter}
 import io.sparkcheckpointstorage.formats.FileFormat
-import io.sparkcheckpointstorage.layout.{CheckpointPaths, CheckpointPublication, PublicationWriter, StateSchemaPaths}
+import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateSchemaPaths}
 import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.{ResultCodec, SavepointManifest, SavepointResult}
 
@@ -77,7 +79,7 @@ object Savepoints {
         dst.discard(e)
         throw e
     }
-    io.sparkcheckpointstorage.monitoring.CheckpointMonitor.driverInstance
+    DriverRuntime.coordinator
       .foreach(_.savepointTaken(sourceRoot, copied.queryId.getOrElse(""), batch, targetStr))
     ResultCodec.toJson(SavepointResult(manifest, targetStr))
   }

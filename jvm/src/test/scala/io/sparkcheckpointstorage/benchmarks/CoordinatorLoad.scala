@@ -11,7 +11,7 @@ import scala.util.Random
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.SparkContext
 
-import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, CoordinatorClient, CoordinatorEndpoint,
+import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, CoordinatorClient, CoordinatorEndpoint, DriverRuntime,
   CoordinatorReply, CoordinatorRequest, Done, MessageCodec, PutInline}
 
 /**
@@ -37,7 +37,7 @@ object CoordinatorLoad {
   def run(sc: SparkContext, workDir: String, queries: Int, partitions: Int, stores: Int,
       rounds: Int, executors: Int, sendersPerExecutor: Int, keepInHeap: Boolean,
       maxBytesPerWave: Long, inProcess: Boolean): String = {
-    val coordinator = CheckpointCoordinator.driverInstance.getOrElse(
+    val coordinator = DriverRuntime.coordinator.getOrElse(
       throw new IllegalStateException("start Spark with the checkpoint storage plugin"))
     val roots = (0 until queries).map { q =>
       val dir = new File(workDir, s"q$q")

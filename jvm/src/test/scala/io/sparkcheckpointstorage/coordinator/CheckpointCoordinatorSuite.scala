@@ -10,9 +10,13 @@ import scala.util.Random
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.api.plugin.PluginContext
+import org.apache.spark.scheduler.SparkListenerEvent
 import org.scalatest.{BeforeAndAfterAll, BeforeAndAfterEach}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
+import io.sparkcheckpointstorage.monitoring.{CheckpointBatchCommitted, CheckpointCommitFailed, CheckpointMonitor,
+  CheckpointQueryStarted, CheckpointSavepointTaken}
 import io.sparkcheckpointstorage.packs.{CorruptPackException, PackDirectory}
 
 /**
@@ -28,7 +32,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   override def afterEach(): Unit = {
     PausingFileSystem.pause.foreach(_.release.countDown())
     PausingFileSystem.pause = None
-    CheckpointCoordinator.driverInstance = None
+    DriverRuntime.useForTests(None)
     executorContext.foreach(CoordinatorClient.disconnect)
     executorContext = None
     dirs.foreach(org.apache.commons.io.FileUtils.deleteQuietly)
@@ -197,6 +201,36 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     assert(new File(dir, "state-packs").delete())
     c.beforeCommit(root, 0)
     assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/0/1.heap-delta").contains("v1"))
+  }
+
+  test("the coordinator reports starts, restores, commits, failed commits and savepoints to the monitor it was given") {
+    val dir = newCheckpoint("q-m")
+    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val posted = mutable.ArrayBuffer[SparkListenerEvent]()
+    val monitor = new CheckpointMonitor(e => posted.synchronized(posted += e), conf, Map.empty, () => 0L, 10L)
+    val c = new CheckpointCoordinator(conf, 10L, Some(monitor))
+    try {
+      c.queryStarting(root, Seq(SparkSettingKeys.ShufflePartitions -> "3"), "test storage")
+      c.commitLogListed(root, Array.empty)
+      c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+      c.batchCommitted(root, 0, c.beforeCommit(root, 0))
+      // Over the driver's limit of 10 bytes: refused, and reported as the failed commit of batch 1.
+      assert(c.handle(put(root, "state/0/0/2.heap-delta", "0123456789ab")).isInstanceOf[Failed])
+      // The pack of batch 2 cannot be written: a file stands where it goes.
+      c.handle(put(root, "state/0/0/3.heap-delta", "v3"))
+      Files.write(new File(dir, "state-packs/2.pack").toPath, Array[Byte](1))
+      intercept[java.io.IOException](c.beforeCommit(root, 2))
+      c.savepointTaken(root, "q-m", 0, "/savepoints/s1")
+      assert(monitor.awaitIdle(30000))
+      val events = posted.synchronized(posted.toList)
+      assert(events.collect { case e: CheckpointQueryStarted => (e.queryId, e.storage, e.statePartitions) } ==
+        Seq(("q-m", "test storage", 3)), events)
+      assert(events.collect { case e: CheckpointBatchCommitted => (e.batch.batchId, e.batch.packName, e.batch.stateFiles) } ==
+        Seq((0L, "1.pack", 1)), events)
+      assert(events.collect { case e: CheckpointCommitFailed => (e.batchId, e.kind) } ==
+        Seq((1L, "StateSizeLimit"), (2L, "Pack")), events)
+      assert(events.collect { case e: CheckpointSavepointTaken => (e.batchId, e.path) } == Seq((0L, "/savepoints/s1")))
+    } finally monitor.stop()
   }
 
   test("a query that stops after a failed pack write leaves its unpacked state for the next run's commit") {

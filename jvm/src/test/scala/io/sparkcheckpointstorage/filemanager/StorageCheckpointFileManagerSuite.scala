@@ -9,7 +9,8 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, QueryNotRunningException, StateMaintenanceScope}
+import io.sparkcheckpointstorage.coordinator.{CheckpointCoordinator, DriverRuntime, QueryNotRunningException,
+  StateMaintenanceScope}
 import io.sparkcheckpointstorage.packs.StatePack
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions._
 
@@ -26,7 +27,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
   }
 
   override def afterEach(): Unit = {
-    CheckpointCoordinator.driverInstance = None
+    DriverRuntime.useForTests(None)
     org.apache.commons.io.FileUtils.deleteQuietly(dir)
   }
 
@@ -38,7 +39,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
 
   /** A new coordinator: what a restarted driver has. */
   private def restartDriver(maxHeld: Long = Long.MaxValue): Unit =
-    CheckpointCoordinator.driverInstance = Some(new CheckpointCoordinator(new Configuration(), maxHeld))
+    DriverRuntime.useForTests(Some(new CheckpointCoordinator(new Configuration(), maxHeld)))
 
   private def fm(c: Configuration = conf()) = new StorageCheckpointFileManager(new Path(s"$root/state/0/0"), c)
   private def statePath(name: String) = new Path(s"$root/state/0/0/$name")
@@ -93,7 +94,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
   }
 
   test("state maintenance touches a checkpoint only while its query runs: once it stopped, nothing comes back into the driver") {
-    val c = CheckpointCoordinator.driverInstance.get
+    val c = DriverRuntime.coordinator.get
     val m = fm()
     val dir = new Path(s"$root/state/0/0")
     def maintain[T](body: => T): T = StateMaintenanceScope.run(body)
@@ -168,7 +169,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     m.delete(statePath("1.heap-delta"))
     commit(m, 1)
     // Deleted in the background, off the commit path.
-    assert(CheckpointCoordinator.current().awaitPackCleanup(10000))
+    assert(DriverRuntime.currentCoordinator().awaitPackCleanup(10000))
     assert(new File(dir, "state-packs").list().toSeq == Seq("2.pack"), "pack 1 holds nothing live")
     restartDriver()
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("2.heap-delta"))
@@ -216,13 +217,13 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     val second = fm()
     write(second, "1.heap-delta", 40, 9)
     assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](40)(9))
-    assert(CheckpointCoordinator.current().heldInlineBytes == 40, "the first attempt's bytes were freed")
+    assert(DriverRuntime.currentCoordinator().heldInlineBytes == 40, "the first attempt's bytes were freed")
     commit(first, 0)
     assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
     val index = StatePack.readIndex(Files.readAllBytes(new File(dir, "state-packs/1.pack").toPath), "1.pack")
     assert(index.entries.map(e => (e.relPath, e.length)) == Seq(("state/0/0/1.heap-delta", 40)),
       "one entry, the second attempt's")
-    assert(CheckpointCoordinator.current().heldInlineBytes == 0, "the pack holds the bytes now")
+    assert(DriverRuntime.currentCoordinator().heldInlineBytes == 0, "the pack holds the bytes now")
     restartDriver()
     assert(read(fm(), "1.heap-delta").toSeq == Seq.fill[Byte](40)(9))
     assert(fm().list(new Path(s"$root/state/0/0")).map(_.getPath.getName).toSeq == Seq("1.heap-delta"))
@@ -239,7 +240,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     val other = new StorageCheckpointFileManager(new Path(withScheme, "state/0/0"), conf())
     val in = other.open(new Path(withScheme, "state/0/0/1.heap-delta"))
     try assert(org.apache.commons.io.IOUtils.toByteArray(in).toSeq == Seq.fill[Byte](20)(3)) finally in.close()
-    assert(CheckpointCoordinator.current().knownRoots == Seq(withScheme.toString))
+    assert(DriverRuntime.currentCoordinator().knownRoots == Seq(withScheme.toString))
     commit(m, 0)
     assert(new File(dir, "state-packs").list().toSeq == Seq("1.pack"))
   }
@@ -342,7 +343,7 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
 
   test("deleting a state file the last listing found inline only asks nothing of the file system") {
     val (c, requests) = recording("delete .*", "getFileStatus .*/state/.*")
-    CheckpointCoordinator.driverInstance = Some(new CheckpointCoordinator(c, Long.MaxValue))
+    DriverRuntime.useForTests(Some(new CheckpointCoordinator(c, Long.MaxValue)))
     val store = new Path(s"faulty://${dir.getAbsolutePath}/state/0/0")
     val m = new StorageCheckpointFileManager(store, c)
     def put(name: String, size: Int): Unit = {

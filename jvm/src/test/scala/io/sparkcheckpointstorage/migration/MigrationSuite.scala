@@ -14,7 +14,8 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{LongType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.layout.{CheckpointPublication, SparkSettingKeys}
+import io.sparkcheckpointstorage.fileio.CheckpointPublication
+import io.sparkcheckpointstorage.layout.SparkSettingKeys
 import io.sparkcheckpointstorage.provider.HeapStateStoreProvider
 import io.sparkcheckpointstorage.provider.StateRows._
 

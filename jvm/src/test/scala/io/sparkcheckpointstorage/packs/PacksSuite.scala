@@ -10,7 +10,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
+import io.sparkcheckpointstorage.fileio.FileSystemOperations
 
 class PacksSuite extends AnyFunSuite {
   private val conf = new Configuration()

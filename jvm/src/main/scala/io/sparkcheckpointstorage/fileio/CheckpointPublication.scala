@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.layout
+package io.sparkcheckpointstorage.fileio
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets
@@ -8,8 +8,6 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations
 
 /**
  * What writes a new checkpoint or savepoint, as its refusals and its unfinished output name it:

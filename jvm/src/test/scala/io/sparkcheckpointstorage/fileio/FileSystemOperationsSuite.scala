@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filesystem
+package io.sparkcheckpointstorage.fileio
 
 import java.io.{EOFException, IOException}
 import java.nio.charset.StandardCharsets.UTF_8
@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path, RawLocalFileSystem}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkcheckpointstorage.filesystem.FileSystemOperations._
+import io.sparkcheckpointstorage.fileio.FileSystemOperations._
 
 class FileSystemOperationsSuite extends AnyFunSuite {
   private val conf = new Configuration()

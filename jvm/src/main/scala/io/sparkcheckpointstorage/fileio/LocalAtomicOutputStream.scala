@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filesystem
+package io.sparkcheckpointstorage.fileio
 
 import java.io.{FileOutputStream, IOException}
 import java.nio.file.{FileAlreadyExistsException, Files, Path => NioPath, StandardCopyOption}

@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.filesystem
+package io.sparkcheckpointstorage.fileio
 
 import java.io.{FileNotFoundException, IOException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}
