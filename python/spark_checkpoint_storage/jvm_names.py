@@ -59,7 +59,7 @@ STORAGE_LOADER_CLASS = JVM_PACKAGE + ".storage.CheckpointStorageLoader"
 SAVEPOINTS_CLASS = JVM_PACKAGE + ".savepoint.Savepoints"
 CANONICAL_SAVEPOINTS_CLASS = JVM_PACKAGE + ".migration.CanonicalSavepoints"
 MIGRATION_CLASS = JVM_PACKAGE + ".migration.Migration"
-MIGRATION_PROGRESS_CLASS = JVM_PACKAGE + ".migration.MigrationProgress"
+MIGRATION_TRACKER_CLASS = JVM_PACKAGE + ".migration.MigrationTracker"
 INSPECTOR_CLASS = JVM_PACKAGE + ".inspection.CheckpointInspector"
 REPAIR_CLASS = JVM_PACKAGE + ".repair.CheckpointRepair"
 #: Writes the JVM's results as JSON and lists their fields (``schemaJson()``).

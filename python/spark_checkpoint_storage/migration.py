@@ -37,7 +37,7 @@ class _ProgressPoller(threading.Thread):
     def __init__(self, jvm: Any, progress_id: str, callback: Callable[[MigrationProgress], None],
                  interval: float):
         super().__init__(name="spark-checkpoint-storage-migration-progress", daemon=True)
-        self._progress = jvm_names.jvm_class(jvm, jvm_names.MIGRATION_PROGRESS_CLASS)
+        self._progress = jvm_names.jvm_class(jvm, jvm_names.MIGRATION_TRACKER_CLASS)
         self._id = progress_id
         self._callback = callback
         self._interval = interval

@@ -92,6 +92,15 @@ class PackageGraphSuite extends AnyFunSuite {
     }
   }
 
+  test("every exception of the main sources is in a file of its own, named after it") {
+    val misplaced = (new File(mainDir, "scala") +: allShimFolders(mainDir)).flatMap(sources).flatMap { f =>
+      """(?m)^(?:final |abstract )?(?:case )?class (\w+Exception)\b""".r
+        .findAllMatchIn(Graph.codeOnly(read(f))).map(_.group(1))
+        .filter(name => f.getName != name + ".scala").map(name => s"$name in ${f.getName}")
+    }
+    assert(misplaced.isEmpty, misplaced.mkString("\n", "\n", ""))
+  }
+
   // One case per line: a cycle on any line fails, naming its packages and the references.
   readLinesOrEmpty().foreach { line =>
     test(s"Spark $line: the main sources' packages form no cycle") {

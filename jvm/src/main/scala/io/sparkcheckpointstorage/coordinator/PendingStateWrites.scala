@@ -1,7 +1,5 @@
 package io.sparkcheckpointstorage.coordinator
 
-import java.io.IOException
-
 import scala.collection.mutable
 
 import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
@@ -102,5 +100,3 @@ object PendingStateWrites {
   private final case class Write(root: String, relPath: String, executorId: String)
 }
 
-/** A batch cannot commit: state files written in the background are not durable (the message says which and why). */
-final class StateNotDurableException(message: String) extends IOException(message)

@@ -83,8 +83,3 @@ object FileFormat {
   private def range(from: Int, to: Int): String = if (from == to) s"$from only" else s"$from to $to"
 }
 
-/**
- * A file is in a format version this release does not read: newer (the message names the
- * release to upgrade to) or older than any it reads. `file` names it.
- */
-class UnsupportedFormatException(val file: String, message: String) extends IOException(message)

@@ -53,7 +53,7 @@ object Migration {
    * provider class). With `numPartitions` (null: unchanged) the state of every operator is
    * redistributed over that many partitions ([[StatePartitioning]], [[StateRowsShuffle]]) and
    * the resumed query runs with them. `progressId` (null: none) names the migration for
-   * [[MigrationProgress.snapshot]] while it runs. Returns JSON of a
+   * [[MigrationTracker.snapshot]] while it runs. Returns JSON of a
    * [[io.sparkcheckpointstorage.results.MigrationResult]].
    */
   def migrate(spark: SparkSession, source: String, target: String, to: String, batchId: Long,
@@ -136,7 +136,7 @@ object Migration {
       val serializableConf = new SerializableConfiguration(writeConf)
       val stateRoot = new Path(temp, "state").toString
       val stores = layout.operators.map(_.stores.size).sum
-      val (written, files, bytes) = MigrationProgress.track(options.progressId, spark.sparkContext, stores) { progress =>
+      val (written, files, bytes) = MigrationTracker.track(options.progressId, spark.sparkContext, stores) { progress =>
         val written = for (op <- layout.operators; store <- op.stores) yield {
           val read = rowsOf(op, store)
           val (rows, targetStore) = options.numPartitions match {

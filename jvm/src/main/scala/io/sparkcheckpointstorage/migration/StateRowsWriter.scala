@@ -88,7 +88,7 @@ object StateRowsWriter {
       targetProvider: String,
       storeConf: StateStoreConf,
       hadoopConf: SerializableConfiguration,
-      progress: MigrationProgress): WrittenStore = {
+      progress: MigrationTracker): WrittenStore = {
     if (rows.getNumPartitions != store.numPartitions) {
       throw new MigrationException(s"Store ${store.name} of operator $operatorId has " +
         s"${store.numPartitions} partitions in its metadata but ${rows.getNumPartitions} were read.")

@@ -76,7 +76,7 @@ object TransformWithStateMigration {
         val into = repartition.fold(temp)(_ => sourceCopy)
         val copy = Savepoints.copy(reader, batch, fs, into, into)
         val plain = plainFilesSession(spark)
-        MigrationProgress.track(options.progressId, spark.sparkContext, 1) { progress =>
+        MigrationTracker.track(options.progressId, spark.sparkContext, 1) { progress =>
           repartition match {
             case Some(n) =>
               val copied = new CheckpointReader(sourceCopy.toString, conf)

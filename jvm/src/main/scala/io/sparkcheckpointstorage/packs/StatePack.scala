@@ -5,25 +5,12 @@ import java.nio.charset.StandardCharsets
 import java.util.zip.CRC32
 
 import io.sparkcheckpointstorage.formats.{FileFormat, UnsupportedFormatException}
-import io.sparkcheckpointstorage.storage.CorruptCheckpointException
 
 /** One inline state file inside a pack. */
 final case class PackEntry(relPath: String, offset: Long, length: Int, crc: Int)
 
 /** What a pack records: the files it holds and the inline files deleted since the last pack. */
 final case class PackIndex(batchId: Long, queryId: String, entries: Seq[PackEntry], deleted: Seq[String])
-
-/** A pack file is damaged or belongs elsewhere; `file` names it. */
-class CorruptPackException(pack: String, message: String, cause: Throwable = null)
-  extends CorruptCheckpointException(pack, message, cause)
-
-object CorruptPackException {
-  /** The error for `pack`, saying what is wrong with it (`reason`) and what to do. */
-  def apply(pack: String, reason: String, cause: Throwable = null): CorruptPackException =
-    new CorruptPackException(pack, s"State pack $pack is unusable: $reason. The inline state it " +
-      "holds cannot be restored; restore the file from a backup or restart the query from a " +
-      "savepoint or a new checkpoint location.", cause)
-}
 
 /**
  * The file that holds a batch's inline state files, written by the driver before the batch

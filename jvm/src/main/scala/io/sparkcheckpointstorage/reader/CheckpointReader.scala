@@ -12,9 +12,6 @@ import io.sparkcheckpointstorage.fileio.FileSystemOperations
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StorageMarker}
 import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackDirectory, PackIndex, StatePack}
 
-/** The checkpoint's state cannot be read; the message says why and what to do. */
-class CheckpointUnreadableException(message: String) extends IllegalStateException(message)
-
 /**
  * One file of a checkpoint as a state store provider sees it through our file manager.
  *

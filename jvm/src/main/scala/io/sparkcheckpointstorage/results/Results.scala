@@ -78,7 +78,7 @@ final case class MigrationResult(@JsonUnwrapped manifest: MigrationManifest, pat
 
 /**
  * How far a running migration is; the store fields are empty between stores.
- * Named as Python names it: the JVM's tracker of the same name is `migration.MigrationProgress`.
+ * Named as Python names it: the JVM's tracker of it is `migration.MigrationTracker`.
  */
 final case class MigrationProgress(phase: String, storesDone: Int, storesTotal: Int, rowsWritten: Long,
     operatorId: Option[Long], operatorName: Option[String], store: Option[String], partitionsWritten: Option[Long],

@@ -1,6 +1,5 @@
 package io.sparkcheckpointstorage.savepoint
 
-import java.io.IOException
 import java.nio.charset.StandardCharsets
 
 import scala.util.control.NonFatal
@@ -14,9 +13,6 @@ import io.sparkcheckpointstorage.formats.FileFormat
 import io.sparkcheckpointstorage.layout.{CheckpointPaths, StateSchemaPaths}
 import io.sparkcheckpointstorage.reader.{CheckpointEntry, CheckpointReader}
 import io.sparkcheckpointstorage.results.{ResultCodec, SavepointManifest, SavepointResult}
-
-/** A savepoint cannot be taken; the message says why and what to do. */
-class SavepointException(message: String, cause: Throwable = null) extends IOException(message, cause)
 
 /**
  * Savepoints: a self-contained, relocatable copy of a streaming query's checkpoint at a

@@ -68,5 +68,3 @@ trait CheckpointStorageFactory {
   def createFromConfig(conf: String => Option[String]): CheckpointStorage
 }
 
-/** A state file exceeds what the chosen storage accepts. */
-class StateSizeLimitException(message: String) extends java.io.IOException(message)
