@@ -63,6 +63,14 @@ def sparkTestJars(line: SparkLine) = Seq("spark-core", "spark-catalyst", "spark-
 def sparkMainJars(line: SparkLine) =
   if (line.fromWheel) Nil else Seq("org.apache.spark" %% "spark-sql" % line.sparkVersion % Provided)
 
+// The line's Spark from the pyspark wheel, for a line built from it (jars=wheel in the table).
+def sparkWheelJars(line: SparkLine): Classpath = {
+  val jars = if (!line.fromWheel) Nil else (sparkJarsDir * "*.jar").classpath
+  if (line.fromWheel && jars.isEmpty) sys.error(s"no Spark jars in $sparkJarsDir: run dev/bootstrap (it installs " +
+    s"pyspark ${line.sparkVersion} into .venv) or set SPARK_JARS_DIR to a Spark ${line.sparkVersion} jars folder")
+  jars
+}
+
 def lineProject(line: SparkLine, scalaBinary: String): Project = {
   val id = SparkLines.projectId(line, scalaBinary)
   val repo = file(".").getAbsoluteFile
@@ -80,12 +88,7 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
       ("org.scalatest" %% "scalatest" % "3.2.19" % Test).excludeAll(ExclusionRule("org.scala-lang")),
       "junit" % "junit" % "4.13.2" % Test
     ) ++ sparkMainJars(line) ++ sparkTestJars(line),
-    Compile / unmanagedJars ++= {
-      val jars = if (!line.fromWheel) Nil else (sparkJarsDir * "*.jar").classpath
-      if (line.fromWheel && jars.isEmpty) sys.error(s"no Spark jars in $sparkJarsDir: run dev/bootstrap (it installs " +
-        s"pyspark ${line.sparkVersion} into .venv) or set SPARK_JARS_DIR to a Spark ${line.sparkVersion} jars folder")
-      jars
-    },
+    Compile / unmanagedJars ++= sparkWheelJars(line),
     Compile / scalaSource := repo / "jvm" / "src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "main", line),
     Test / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "test", line),
@@ -107,6 +110,8 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
       Attributed.blank(out)
     },
     Test / scalaSource := repo / "jvm" / "src" / "test" / "scala",
+    // The benchmarks' JVM classes have suites of their own here (their jar is benchProject's).
+    Test / unmanagedSourceDirectories += repo / "jvm" / "src" / "bench" / "scala",
     // The fault-injecting file system (Java, line-neutral) serves the JVM suites too.
     Test / unmanagedSourceDirectories += repo / "jvm" / "src" / "test" / "java",
     Test / resourceDirectory := repo / "jvm" / "src" / "test" / "resources",
@@ -176,10 +181,37 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
   )
 }
 
-// Every line's projects, from the table.
+// The JVM classes only benchmarks/ uses (the stateful floor FloorStateStoreProvider, W5's
+// CoordinatorLoad), jvm/src/bench/scala, as a jar of their own per line beside the plugin's:
+// never in the plugin jar or the wheel, and no tests jar to ship. `dev/sbt spark43Bench/package`
+// (benchmarks/jvm_jars.py builds it): target/benchmarks-spark-<line>_<scala>/scala-<scala>/.
+def benchProject(line: SparkLine, scalaBinary: String, plugin: Project): Project = {
+  val id = SparkLines.projectId(line, scalaBinary) + "Bench"
+  val repo = file(".").getAbsoluteFile
+  Project(id, repo / "target" / "lines" / id).dependsOn(plugin).settings(
+    scalaVersion := line.scalaPatch(scalaBinary),
+    name := s"spark-checkpoint-storage-benchmarks-spark${line.line}",
+    moduleName := name.value,
+    target := repo / "target" / s"benchmarks-spark-${line.line}_$scalaBinary",
+    autoScalaLibrary := false,
+    // The plugin's Spark is `provided`, so not passed on: the same again.
+    libraryDependencies ++= sparkMainJars(line),
+    Compile / unmanagedJars ++= sparkWheelJars(line),
+    Compile / scalaSource := repo / "jvm" / "src" / "bench" / "scala",
+    Compile / unmanagedSourceDirectories := Seq((Compile / scalaSource).value),
+    javacOptions ++= Seq("--release", line.javaRelease),
+    scalacOptions ++= Seq("-release", line.javaRelease, "-deprecation", "-feature", "-unchecked"),
+    publish / skip := true
+  )
+}
+
+// Every line's projects, from the table: the plugin's, and its benchmarks' beside it.
 lazy val sparkLines = new CompositeProject {
   override lazy val componentProjects: Seq[Project] =
-    SparkLines.all.flatMap(line => line.scalaPatches.map { case (binary, _) => lineProject(line, binary) })
+    SparkLines.all.flatMap(line => line.scalaPatches.flatMap { case (binary, _) =>
+      val plugin = lineProject(line, binary)
+      Seq(plugin, benchProject(line, binary, plugin))
+    })
 }
 
 // The fault-injecting file system of the tests (jvm/src/test/java/.../faults), as a jar of its

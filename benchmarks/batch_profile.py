@@ -42,7 +42,7 @@ PHASES: List[Tuple[str, Tuple[str, ...]]] = [
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider.getStore",
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider.loadMap",
       "org.apache.spark.sql.execution.streaming.state.RocksDB.load",
-      "io.sparkcheckpointstorage.provider.FloorStateStoreProvider.openStore")),
+      "io.sparkcheckpointstorage.benchmarks.FloorStateStoreProvider.openStore")),
     ("reads and updates",
      ("io.sparkcheckpointstorage.provider.", "org.rocksdb.",
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider$HDFSBackedStateStore",

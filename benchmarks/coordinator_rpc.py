@@ -13,9 +13,9 @@ heap). Never a test: nothing fails, the summary compares with the targets.
     .venv/bin/python benchmarks/coordinator_rpc.py --queries 1 --stores 1 --rounds 2
     .venv/bin/python benchmarks/coordinator_rpc.py --quick           # smoke test
 
-The JVM half is ``io.sparkcheckpointstorage.benchmarks.CoordinatorLoad`` in the test sources:
-this script rebuilds the plugin jar and the running Spark line's tests jar when the JVM sources
-are newer, and ships the tests jar to the executors with ``spark.jars``.
+The JVM half is ``io.sparkcheckpointstorage.benchmarks.CoordinatorLoad``, in the benchmarks jar
+(``jvm/src/bench/scala``): this script rebuilds the plugin jar and the running Spark line's
+benchmarks jar when the JVM sources are newer, and ships it to the executors with ``spark.jars``.
 """
 import argparse
 import json
@@ -43,7 +43,7 @@ def session(executors: int, batch: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config(BATCH_SETTING, batch))
     builder = configure_spark_with_checkpoint_storage(builder)
-    jars = builder._options["spark.jars"] + "," + jvm_jars.tests_jar("W5")
+    jars = builder._options["spark.jars"] + "," + jvm_jars.benchmarks_jar("W5")
     spark = builder.config("spark.jars", jars).getOrCreate()
     sc = spark.sparkContext
     # Every executor JVM registered before the clock starts.

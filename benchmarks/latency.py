@@ -7,7 +7,7 @@ connector of the running line).
 
 Variants, one after the other: Spark's ``HDFSBackedStateStoreProvider`` and RocksDB with
 changelog checkpointing, ours with each checkpoint storage, the stateful floor (the same query
-on a provider that writes and reads nothing, from the tests jar), the same query without state
+on a provider that writes and reads nothing, from the benchmarks jar), the same query without state
 (a projection: every record out once), and, on Spark 4.3, Real-Time Mode on RocksDB
 (``trigger(realTime=...)``).
 
@@ -344,8 +344,8 @@ def main() -> None:
         # Real-Time Mode needs every task of its stage group at once (5 source partitions, the
         # state partitions): slots to spare, the admission check off as in the tests.
         jars = realfs.kafka_connector_jars()
-        if any(VARIANTS.get(n, {}).get("tests_jar") for n in names):
-            jars.append(jvm_jars.tests_jar("latency"))  # the stateful floor's provider
+        if any(VARIANTS.get(n, {}).get("benchmarks_jar") for n in names):
+            jars.append(jvm_jars.benchmarks_jar("latency"))  # the stateful floor's provider
         def session():
             builder = (SparkSession.builder.master("local[%d]" % max(8, 2 * args.partitions + 2))
                        .config("spark.ui.enabled", "false")

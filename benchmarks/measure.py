@@ -161,10 +161,10 @@ def main(params_file: str) -> int:
         import batch_profile
         builder = builder.config("spark.driver.extraJavaOptions", batch_profile.JAVA_OPTIONS)
     builder = configure_spark_with_checkpoint_storage(builder)
-    if variant.get("tests_jar"):
-        # The benchmark-only classes (the stateful floor) come from the tests jar.
+    if variant.get("benchmarks_jar"):
+        # The benchmark-only classes (the stateful floor) come from the benchmarks jar.
         import jvm_jars
-        builder = builder.config("spark.jars", builder._options["spark.jars"] + "," + jvm_jars.tests_jar())
+        builder = builder.config("spark.jars", builder._options["spark.jars"] + "," + jvm_jars.benchmarks_jar())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     jvm = Jvm(spark)

@@ -24,8 +24,8 @@ ROCKSDB = jvm_names.ROCKSDB_PROVIDER_CLASS
 HEAP = jvm_names.HEAP_PROVIDER_CLASS
 SPARK_FILE_MANAGER = jvm_names.spark_file_manager_class()
 OUR_FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS
-#: the benchmarks' stateful floor, in the test sources (jvm/src/test/.../FloorStateStoreProvider.scala)
-FLOOR_PROVIDER = jvm_names.JVM_PACKAGE + ".provider.FloorStateStoreProvider"
+#: the benchmarks' stateful floor, in the benchmarks jar (jvm/src/bench/.../FloorStateStoreProvider.scala)
+FLOOR_PROVIDER = jvm_names.JVM_PACKAGE + ".benchmarks.FloorStateStoreProvider"
 
 PROVIDER = jvm_names.PROVIDER_CLASS_CONF
 FILE_MANAGER = jvm_names.FILE_MANAGER_CLASS_CONF
@@ -70,11 +70,11 @@ VARIANTS: Dict[str, Dict] = {
                        "conf": {PROVIDER: ROCKSDB, CHANGELOG: "true", FILE_MANAGER: OUR_FILE_MANAGER,
                                 STORAGE: "driver", STORAGE + ".checkpointPath": "{checkpoint}"}},
     # The stateful floor: the same query on a provider that keeps each partition's state in a
-    # plain in-memory map and writes nothing (FloorStateStoreProvider, from the tests jar; never
+    # plain in-memory map and writes nothing (FloorStateStoreProvider, from the benchmarks jar; never
     # shipped). Spark's own stateful machinery runs as for any provider: a provider's batch
     # above this one's is what its own state handling costs.
     "floor": {"label": "Stateful floor (in-memory map, writes nothing; reference)", "builtin": False,
-              "reference": "stateful", "tests_jar": True,
+              "reference": "stateful", "benchmarks_jar": True,
               "conf": {PROVIDER: FLOOR_PROVIDER, FILE_MANAGER: SPARK_FILE_MANAGER}},
     # Not a provider: the same source, shuffle (by key, into the same partitions) and sink with
     # no state and no aggregation: what Spark spends per batch without any stateful operator.

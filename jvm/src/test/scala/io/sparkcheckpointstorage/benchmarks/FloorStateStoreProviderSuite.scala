@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.provider
+package io.sparkcheckpointstorage.benchmarks
 
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8

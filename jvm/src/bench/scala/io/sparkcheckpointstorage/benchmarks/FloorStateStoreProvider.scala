@@ -1,4 +1,4 @@
-package io.sparkcheckpointstorage.provider
+package io.sparkcheckpointstorage.benchmarks
 
 import java.util.{HashMap => JHashMap}
 
@@ -12,9 +12,11 @@ import org.apache.spark.sql.checkpointstorage.shim.{StateChange, StateStoreConfS
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import io.sparkcheckpointstorage.provider.HeapStateStoreProvider
+
 /**
- * The benchmarks' stateful floor (never shipped: it lives in the test sources and reaches a
- * benchmark through the tests jar): each partition's state in a plain `java.util.HashMap` in
+ * The benchmarks' stateful floor (never shipped: it is in the benchmarks' jar, build.sbt's
+ * benchProject): each partition's state in a plain `java.util.HashMap` in
  * the executor, nothing written, nothing read. Spark's stateful machinery around it (the
  * state store RDD, the reports to Spark's state store coordinator, maintenance) runs as for any
  * provider, so a provider's batch time above this one's is what its own state handling costs.
@@ -147,14 +149,14 @@ class FloorStateStoreProvider extends StateStoreProviderShim {
 
   /** `init` and `getStore` without the line's signatures, for the suite. */
   /** Without a streaming query: no coordinator to report commits to. */
-  private[provider] def initForTest(id: StateStoreId): Unit = {
+  private[benchmarks] def initForTest(id: StateStoreId): Unit = {
     _id = id
     val sqlConf = new org.apache.spark.sql.internal.SQLConf()
     sqlConf.setConfString("spark.sql.streaming.stateStore.commitValidation.enabled", "false")
     storeConf = new StateStoreConf(sqlConf)
     hadoopConf = new Configuration()
   }
-  private[provider] def getStoreForTest(version: Long): StateStore =
+  private[benchmarks] def getStoreForTest(version: Long): StateStore =
     openStore(version, forceSnapshotOnCommit = false, loadEmpty = false)
 
   override protected def replay(snapshotVersion: Long, endVersion: Long, readOnly: Boolean): StateStore =
