@@ -62,7 +62,6 @@ SCENARIOS = {
 #: scenario, and in the two kill scenarios the file system storage with every state file a
 #: file of its own, written in the background (``asyncStateWrites``).
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
-DRIVER_STORAGE_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 ASYNC_STORAGE = "filesystem-async"
 ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThreshold": "0",
                       "spark.sql.streaming.checkpointStorage.asyncStateWrites": "true"}
@@ -73,6 +72,8 @@ ASYNC_VARIANT = {"label": ASYNC_STORAGE, "storage": "filesystem", "operators": S
 STORAGE_VARIANTS = {"restart": [DRIVER_VARIANT],
                     "executor_killed": [DRIVER_VARIANT, ASYNC_VARIANT],
                     "driver_killed": [DRIVER_VARIANT, ASYNC_VARIANT]}
+#: the scenarios the driver storage runs in
+DRIVER_STORAGE_SCENARIOS = [sc for sc, variants in STORAGE_VARIANTS.items() if DRIVER_VARIANT in variants]
 
 
 class ScenarioFailed(Exception):
