@@ -412,7 +412,6 @@ object CheckpointCoordinator {
       "from this checkpoint. Start it on a new checkpoint location; to make its state " +
       "survive, give the storage a checkpoint path (DriverCheckpointStorage(checkpoint_path=...), " +
       s"${CheckpointStorageOptions.CheckpointPath}) or use FileSystemCheckpointStorage."
-
 }
 
 /**
