@@ -101,6 +101,28 @@ class PackageGraphSuite extends AnyFunSuite {
     assert(misplaced.isEmpty, misplaced.mkString("\n", "\n", ""))
   }
 
+  test("the driver is wired in DriverRuntime: the monitor is known to the coordinator alone, the coordinator's one static reached from a fixed list") {
+    val ours = new File(mainDir, "scala/io/sparkcheckpointstorage")
+    val files = (new File(mainDir, "scala") +: allShimFolders(mainDir)).flatMap(sources)
+    def using(pattern: String): Set[String] = files.filter(f => pattern.r.findFirstIn(Graph.codeOnly(read(f))).isDefined)
+      .map(f => ours.toPath.relativize(f.toPath).toString).toSet
+    // What reports to the monitor is the coordinator it was given (Flink: CheckpointStatsTracker).
+    val monitorUsers = using("""\bCheckpointMonitor\b""").filterNot(_.startsWith("monitoring/"))
+    assert(monitorUsers == Set("coordinator/DriverRuntime.scala", "coordinator/CheckpointCoordinator.scala"),
+      "\nonly DriverRuntime creates the monitor and only the coordinator reports to it; report through the " +
+      s"coordinator instead from: ${(monitorUsers - "coordinator/DriverRuntime.scala" - "coordinator/CheckpointCoordinator.scala").toSeq.sorted.mkString(", ")}")
+    // What Spark creates by class name or Python calls through py4j cannot be handed the
+    // coordinator; the executor's client and the reader of a live checkpoint ask for it too.
+    // Anything else is given it.
+    val staticUsers = using("""\bDriverRuntime\s*\.\s*(?:coordinator|currentCoordinator)\b""")
+    val allowed = Set("filemanager/StorageCheckpointFileManager.scala", "coordinator/CheckpointStorageQueryListener.scala",
+      "coordinator/CoordinatorClient.scala", "reader/CheckpointReader.scala", "repair/CheckpointRepair.scala",
+      "savepoint/Savepoints.scala")
+    assert(staticUsers.nonEmpty && staticUsers.subsetOf(allowed),
+      s"\nDriverRuntime.coordinator is read from ${(staticUsers -- allowed).toSeq.sorted.mkString(", ")}: hand " +
+      "the coordinator to it instead (an entry point Spark or py4j creates by name may be added to this list)")
+  }
+
   // One case per line: a cycle on any line fails, naming its packages and the references.
   readLinesOrEmpty().foreach { line =>
     test(s"Spark $line: the main sources' packages form no cycle") {
