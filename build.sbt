@@ -71,24 +71,33 @@ def sparkWheelJars(line: SparkLine): Classpath = {
   jars
 }
 
+// What every project of a line compiles against: the line's Spark and Scala patch, for the
+// line's Java release.
+def compiledAgainst(line: SparkLine, scalaBinary: String): Seq[Def.Setting[_]] = Seq(
+  scalaVersion := line.scalaPatch(scalaBinary),
+  // Spark ships the Scala library: keep it out of the published pom so
+  // `--packages` resolves nothing but this jar.
+  autoScalaLibrary := false,
+  libraryDependencies ++= sparkMainJars(line),
+  Compile / unmanagedJars ++= sparkWheelJars(line),
+  // Spark 3.5 still runs on Java 8 (many platforms' default): its jar is Java 8 bytecode.
+  javacOptions ++= Seq("--release", line.javaRelease),
+  scalacOptions ++= Seq("-release", line.javaRelease, "-deprecation", "-feature", "-unchecked")
+)
+
 def lineProject(line: SparkLine, scalaBinary: String): Project = {
   val id = SparkLines.projectId(line, scalaBinary)
   val repo = file(".").getAbsoluteFile
-  Project(id, repo / "target" / "lines" / id).settings(
-    scalaVersion := line.scalaPatch(scalaBinary),
+  Project(id, repo / "target" / "lines" / id).settings(compiledAgainst(line, scalaBinary): _*).settings(
     // The Spark line is part of the artifact's name: spark-checkpoint-storage-spark3.5_2.12.
     name := s"spark-checkpoint-storage-spark${line.line}",
     moduleName := name.value,
     target := repo / "target" / s"spark-${line.line}_$scalaBinary",
-    // Spark ships the Scala library: keep it out of the published pom so
-    // `--packages` resolves nothing but this jar.
-    autoScalaLibrary := false,
     libraryDependencies ++= Seq(
       // Spark's own Scala library (from the pyspark jars) wins over the test tool's.
       ("org.scalatest" %% "scalatest" % "3.2.19" % Test).excludeAll(ExclusionRule("org.scala-lang")),
       "junit" % "junit" % "4.13.2" % Test
-    ) ++ sparkMainJars(line) ++ sparkTestJars(line),
-    Compile / unmanagedJars ++= sparkWheelJars(line),
+    ) ++ sparkTestJars(line),
     Compile / scalaSource := repo / "jvm" / "src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "main", line),
     Test / unmanagedSourceDirectories ++= SparkLines.shimFolders(repo / "jvm" / "src" / "test", line),
@@ -115,9 +124,6 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
     // The fault-injecting file system (Java, line-neutral) serves the JVM suites too.
     Test / unmanagedSourceDirectories += repo / "jvm" / "src" / "test" / "java",
     Test / resourceDirectory := repo / "jvm" / "src" / "test" / "resources",
-    // Spark 3.5 still runs on Java 8 (many platforms' default): its jar is Java 8 bytecode.
-    javacOptions ++= Seq("--release", line.javaRelease),
-    scalacOptions ++= Seq("-release", line.javaRelease, "-deprecation", "-feature", "-unchecked"),
     // The jar tells the Python side which version (and Spark) it was built for.
     Compile / resourceGenerators += Def.task {
       val out = (Compile / resourceManaged).value / "spark-checkpoint-storage-version.properties"
@@ -188,19 +194,13 @@ def lineProject(line: SparkLine, scalaBinary: String): Project = {
 def benchProject(line: SparkLine, scalaBinary: String, plugin: Project): Project = {
   val id = SparkLines.projectId(line, scalaBinary) + "Bench"
   val repo = file(".").getAbsoluteFile
-  Project(id, repo / "target" / "lines" / id).dependsOn(plugin).settings(
-    scalaVersion := line.scalaPatch(scalaBinary),
+  // The plugin's Spark is `provided`, so not passed on: compiledAgainst gives it again.
+  Project(id, repo / "target" / "lines" / id).dependsOn(plugin).settings(compiledAgainst(line, scalaBinary): _*).settings(
     name := s"spark-checkpoint-storage-benchmarks-spark${line.line}",
     moduleName := name.value,
     target := repo / "target" / s"benchmarks-spark-${line.line}_$scalaBinary",
-    autoScalaLibrary := false,
-    // The plugin's Spark is `provided`, so not passed on: the same again.
-    libraryDependencies ++= sparkMainJars(line),
-    Compile / unmanagedJars ++= sparkWheelJars(line),
     Compile / scalaSource := repo / "jvm" / "src" / "bench" / "scala",
     Compile / unmanagedSourceDirectories := Seq((Compile / scalaSource).value),
-    javacOptions ++= Seq("--release", line.javaRelease),
-    scalacOptions ++= Seq("-release", line.javaRelease, "-deprecation", "-feature", "-unchecked"),
     publish / skip := true
   )
 }

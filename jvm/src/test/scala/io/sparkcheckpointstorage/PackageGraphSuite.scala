@@ -35,6 +35,10 @@ class PackageGraphSuite extends AnyFunSuite {
   private lazy val mainDir = new File(repo, "jvm/src/main")
   private lazy val lines: Seq[String] = readLines(new File(repo, "dev/spark-lines.tsv"))
 
+  /** Every main source of every line (shared and shim folders), with its code (comments and strings blanked). */
+  private lazy val mainCode: Seq[(File, String)] =
+    (new File(mainDir, "scala") +: allShimFolders(mainDir)).flatMap(sources).map(f => f -> Graph.codeOnly(read(f)))
+
   private def graphOf(line: String): Graph =
     Graph.of(repo, new File(mainDir, "scala") +: shimFolders(mainDir, line))
 
@@ -93,9 +97,9 @@ class PackageGraphSuite extends AnyFunSuite {
   }
 
   test("every exception of the main sources is in a file of its own, named after it") {
-    val misplaced = (new File(mainDir, "scala") +: allShimFolders(mainDir)).flatMap(sources).flatMap { f =>
+    val misplaced = mainCode.flatMap { case (f, code) =>
       """(?m)^(?:final |abstract )?(?:case )?class (\w+Exception)\b""".r
-        .findAllMatchIn(Graph.codeOnly(read(f))).map(_.group(1))
+        .findAllMatchIn(code).map(_.group(1))
         .filter(name => f.getName != name + ".scala").map(name => s"$name in ${f.getName}")
     }
     assert(misplaced.isEmpty, misplaced.mkString("\n", "\n", ""))
@@ -103,9 +107,9 @@ class PackageGraphSuite extends AnyFunSuite {
 
   test("the driver is wired in DriverRuntime: the monitor is known to the coordinator alone, the coordinator's one static reached from a fixed list") {
     val ours = new File(mainDir, "scala/io/sparkcheckpointstorage")
-    val files = (new File(mainDir, "scala") +: allShimFolders(mainDir)).flatMap(sources)
-    def using(pattern: String): Set[String] = files.filter(f => pattern.r.findFirstIn(Graph.codeOnly(read(f))).isDefined)
-      .map(f => ours.toPath.relativize(f.toPath).toString).toSet
+    def using(pattern: String): Set[String] = mainCode.collect {
+      case (f, code) if pattern.r.findFirstIn(code).isDefined => ours.toPath.relativize(f.toPath).toString
+    }.toSet
     // What reports to the monitor is the coordinator it was given (Flink: CheckpointStatsTracker).
     val monitorUsers = using("""\bCheckpointMonitor\b""").filterNot(_.startsWith("monitoring/"))
     assert(monitorUsers == Set("coordinator/DriverRuntime.scala", "coordinator/CheckpointCoordinator.scala"),
