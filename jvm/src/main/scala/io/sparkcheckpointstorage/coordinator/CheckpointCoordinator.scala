@@ -58,6 +58,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** State files executors are writing in the background (`asyncStateWrites`). */
   val backgroundWrites = new PendingStateWrites()
   private val ownFiles = new OwnStateFiles()
+  private val storeFiles = new StoreDirectoryFiles(hadoopConf)
 
   def heldInlineBytes: Long = held.current
 
@@ -92,20 +93,26 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         case GetInline(root, rel) => stateOf(root).map(_.locate(rel)).getOrElse(NotInline)
         case ExistsInline(root, rel) => if (stateOf(root).exists(_.contains(rel))) IsInline else NotInline
         case ListInline(root, dir) => Listing(stateOf(root).map(_.list(dir)).getOrElse(Nil))
+        case ListStore(root, dir) =>
+          StoreListing(stateOf(root).map(_.list(dir)).getOrElse(Nil), storeFiles.list(root, dir))
         case DeleteInline(root, rel) =>
+          storeFiles.deleted(root, rel)
           dropInline(root, rel)
           Done
         case OwnFileWritten(root, rel, bytes) =>
+          storeFiles.written(root, rel, bytes)
           ownFiles.written(root, rel, bytes)
           dropInline(root, rel)
           Done
         case WritePending(root, rel, id, executor, bytes) =>
           backgroundWrites.started(root, rel, id, executor)
+          storeFiles.pending(root, rel, id, bytes)
           ownFiles.written(root, rel, bytes)
           dropInline(root, rel)
           Done
-        case WriteDone(_, _, id, error) =>
+        case WriteDone(root, _, id, error) =>
           backgroundWrites.finished(id, error)
+          storeFiles.pendingDone(root, id, written = error.isEmpty)
           Done
       }
     } catch {
@@ -266,6 +273,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     committedRoots.remove(root)
     backgroundWrites.forget(root)
     ownFiles.forget(root)
+    storeFiles.forget(root)
     val s = roots.get(root)
     if (s != null) s.loaded match {
       case Some(state) if state.persistent && state.packFailed && state.hasUnpacked =>
@@ -282,6 +290,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     committedRoots.remove(root)
     backgroundWrites.forget(root)
     ownFiles.forget(root)
+    storeFiles.forget(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }
@@ -307,9 +316,18 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** The checkpoint roots whose inline state this coordinator holds. */
   def knownRoots: Seq[String] = roots.asScala.collect { case (root, s) if s.loaded.isDefined => root }.toSeq
 
-  /** A query on `root` is starting with these session settings, on `storage`. */
-  def queryStarting(root: String, sessionSettings: Iterable[(String, String)], storage: String): Unit =
+  /**
+   * A query on `root` is starting with these session settings, on `storage`: its state files
+   * on the file system are listed, once, for its stores' listings ([[ListStore]]).
+   */
+  def queryStarting(root: String, sessionSettings: Iterable[(String, String)], storage: String): Unit = {
+    storeFiles.forget(root)
+    // Without the listing, the stores list the file system themselves: slower, never wrong.
+    try storeFiles.seed(root) catch {
+      case NonFatal(e) => log.warn(s"Could not list the state files of $root; its stores list them themselves: $e")
+    }
     monitor.foreach(_.queryStarting(root, sessionSettings, storage))
+  }
 
   /** Spark listed `root`'s commit log (`listing`; empty for a new query): what a start restores from. */
   def commitLogListed(root: String, listing: Array[FileStatus]): Unit =

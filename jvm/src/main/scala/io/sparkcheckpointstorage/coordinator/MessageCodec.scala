@@ -31,7 +31,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 5
+  val FormatVersion: Byte = 6
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -41,9 +41,10 @@ object MessageCodec {
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
     val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8; val Maintenance: Byte = 9
-    val OwnFile: Byte = 10
+    val OwnFile: Byte = 10; val ListStore: Byte = 11
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
     val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
+    val StoreListing: Byte = 24
   }
 
   /** Several encoded requests as one message, answered by one [[encodeReplies]] message. */
@@ -116,6 +117,7 @@ object MessageCodec {
     case GetInline(root, rel) => pathRequest(Tag.Get, root, rel)
     case ExistsInline(root, rel) => pathRequest(Tag.Exists, root, rel)
     case ListInline(root, dir) => pathRequest(Tag.List, root, dir)
+    case ListStore(root, dir) => pathRequest(Tag.ListStore, root, dir)
     case DeleteInline(root, rel) => pathRequest(Tag.Delete, root, rel)
     case OwnFileWritten(root, rel, bytes) =>
       val (r, p) = (utf8(root), utf8(rel))
@@ -151,8 +153,16 @@ object MessageCodec {
     case Listing(files) =>
       val names = files.map { case (rel, _) => utf8(rel) }
       val w = new Writer(Tag.Listing, 4 + names.map(_.length + 12).sum)
-      w.int(files.size)
-      names.zip(files).foreach { case (n, (_, len)) => w.string(n); w.long(len) }
+      w.files(names, files)
+      w.done()
+    case StoreListing(inline, onFileSystem) =>
+      val inlineNames = inline.map { case (rel, _) => utf8(rel) }
+      val ownNames = onFileSystem.toSeq.flatten.map { case (name, _) => utf8(name) }
+      val w = new Writer(Tag.StoreListing, 4 + inlineNames.map(_.length + 12).sum + 1 +
+        (if (onFileSystem.isDefined) 4 + ownNames.map(_.length + 12).sum else 0))
+      w.files(inlineNames, inline)
+      w.bool(onFileSystem.isDefined)
+      onFileSystem.foreach(w.files(ownNames, _))
       w.done()
     case Failed(kind, message, file) =>
       val (m, f) = (utf8(truncate(message)), utf8(file))
@@ -173,6 +183,7 @@ object MessageCodec {
       case Tag.Get => GetInline(r.string(), r.string())
       case Tag.Exists => ExistsInline(r.string(), r.string())
       case Tag.List => ListInline(r.string(), r.string())
+      case Tag.ListStore => ListStore(r.string(), r.string())
       case Tag.Delete => DeleteInline(r.string(), r.string())
       case Tag.OwnFile => OwnFileWritten(r.string(), r.string(), r.long())
       case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string(), r.long())
@@ -198,10 +209,10 @@ object MessageCodec {
       case Tag.IsInline => IsInline
       case Tag.Bytes => InlineBytes(r.bytes())
       case Tag.InPack => InPack(r.string(), r.long(), r.int(), r.int())
-      case Tag.Listing =>
-        // Each entry takes at least 12 bytes: a count beyond that is a lie, not an allocation.
-        val n = r.count(minEntryBytes = 12)
-        Listing(Vector.fill(n)((r.string(), r.long())))
+      case Tag.Listing => Listing(r.files())
+      case Tag.StoreListing =>
+        val inline = r.files()
+        StoreListing(inline, if (r.bool()) Some(r.files()) else None)
       case Tag.Failed =>
         val code = r.byte()
         val kind = FailureKind.all.find(_.code == code).getOrElse(throw r.malformed(s"unknown error kind $code"))
@@ -249,6 +260,11 @@ object MessageCodec {
     def long(n: Long): Unit = buf.putLong(n)
     def string(utf8: Array[Byte]): Unit = bytes(utf8)
     def bytes(b: Array[Byte]): Unit = { buf.putInt(b.length); buf.put(b) }
+    /** A listing: count, then each name (already UTF-8) and its length. */
+    def files(names: Seq[Array[Byte]], files: Seq[(String, Long)]): Unit = {
+      int(files.size)
+      names.zip(files).foreach { case (n, (_, len)) => string(n); long(len) }
+    }
     def done(): Array[Byte] = {
       assert(!buf.hasRemaining, s"message sized ${buf.capacity()}, written ${buf.position()}")
       buf.array()
@@ -335,6 +351,13 @@ object MessageCodec {
       val n = int()
       if (n < 0 || n.toLong * minEntryBytes > buf.remaining) throw malformed(s"a count of $n entries")
       n
+    }
+
+    /** A listing's (name, length) entries. */
+    def files(): Vector[(String, Long)] = {
+      // Each entry takes at least 12 bytes: a count beyond that is a lie, not an allocation.
+      val n = count(minEntryBytes = 12)
+      Vector.fill(n)((string(), long()))
     }
 
     def end(): Unit = if (buf.hasRemaining) throw malformed(s"${buf.remaining} bytes after its last field")

@@ -23,6 +23,13 @@ final case class ExistsInline(root: String, relPath: String) extends Coordinator
 /** Inline files directly inside directory `relDir`. */
 final case class ListInline(root: String, relDir: String) extends CoordinatorRequest
 
+/**
+ * Every file directly inside store directory `relDir` (`state/<op>/<partition>[/<store>]`),
+ * inline or not, asked by a provider whose every file goes through the file manager: the
+ * driver answers its files of their own from what it knows ([[StoreListing]]).
+ */
+final case class ListStore(root: String, relDir: String) extends CoordinatorRequest
+
 final case class DeleteInline(root: String, relPath: String) extends CoordinatorRequest
 
 /**
@@ -64,6 +71,13 @@ final case class InlineBytes(bytes: Array[Byte]) extends CoordinatorReply
 /** The file is in a pack on the checkpoint file system: read `length` bytes at `offset`. */
 final case class InPack(pack: String, offset: Long, length: Int, crc: Int) extends CoordinatorReply
 final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
+/**
+ * A store directory's inline files (relative paths) and, when the driver knows them, its
+ * files of their own and subdirectories (names; a directory's length is -1); None: list the
+ * file system.
+ */
+final case class StoreListing(inline: Seq[(String, Long)], onFileSystem: Option[Seq[(String, Long)]])
+  extends CoordinatorReply
 /**
  * The request failed on the driver. `kind` keeps the kind of error across the RPC (the
  * executor raises the same exception class), `message` is for the user, `file` names the

@@ -98,6 +98,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         // written here; the coordinator learns of it for the checkpoints tab.
         new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
           bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
+      case Some((root, rel)) =>
+        // Any other file of a store (Spark's schema under `_metadata`): the driver learns of it
+        // too, for the listings of the store's directory it answers (listStoreDirectory).
+        new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
+          bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case _ =>
         CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
         ownLogEntry(p) match {
@@ -191,6 +196,34 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
       else if (real.isEmpty) DriverRuntime.coordinator.foreach(_.commitLogListed(root, real))
     }
     real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
+  }
+
+  /**
+   * The files of store directory `dir` (`state/<op>/<partition>[/<store>]`), for a state store
+   * provider whose every file is written and deleted through this file manager (ours): the
+   * driver answers from the files it knows there (listed when the query started, and each
+   * write and delete reported since) without a listing of the file system, which on an object
+   * store costs a LIST, a HEAD and a LIST again per store at every maintenance. A directory the
+   * driver does not know (no query of the checkpoint started in it) is listed as by [[list]].
+   * Another provider must use [[list]]: RocksDB uploads its SST files past the file manager.
+   */
+  def listStoreDirectory(dir: Path): Array[FileStatus] = {
+    val q = qualified(dir)
+    CheckpointPaths.stateDirRoot(q) match {
+      case Some((root, relDir)) => CoordinatorClient.ask(ListStore(root, relDir)) match {
+        case StoreListing(inline, Some(onFileSystem)) =>
+          val inlineNames = inline.map(f => f._1.substring(f._1.lastIndexOf('/') + 1)).toSet
+          synchronized { inlineOnly = (q, inlineNames -- onFileSystem.map(_._1)) }
+          (onFileSystem.filterNot(f => inlineNames.contains(f._1)).map { case (name, len) =>
+            if (len < 0) new FileStatus(0L, true, 1, 0L, 0L, new Path(dir, name))
+            else new FileStatus(len, false, 1, 0L, 0L, new Path(dir, name))
+          } ++ inline.map { case (rel, len) =>
+            new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
+          }).toArray
+        case _ => list(dir)
+      }
+      case None => list(dir)
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.Che
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 
+import io.sparkcheckpointstorage.filemanager.StorageCheckpointFileManager
 import io.sparkcheckpointstorage.layout.StateFileNaming
 
 /** One of our state files: `<version>.heap-delta` or `<version>.heap-snapshot`. */
@@ -20,8 +21,11 @@ final class StoreDirectory(val dir: Path, fm: CheckpointFileManager) {
   def list(): Seq[StateFile] = {
     // One listing, no existence probe first (on an object store a probe costs a HEAD and a
     // LIST, for every store at every maintenance); a missing directory lists as empty.
-    val statuses: Array[FileStatus] =
-      try fm.list(dir) catch { case _: java.io.FileNotFoundException => Array.empty[FileStatus] }
+    val statuses: Array[FileStatus] = try fm match {
+      // Every file of ours goes through the file manager: the driver knows the directory.
+      case ours: StorageCheckpointFileManager => ours.listStoreDirectory(dir)
+      case other => other.list(dir)
+    } catch { case _: java.io.FileNotFoundException => Array.empty[FileStatus] }
     val ours = statuses.flatMap(s => parse(s.getPath))
     if (ours.isEmpty) {
       val foreign = statuses.map(_.getPath.getName).filter(StateFileNaming.isForeign)

@@ -18,11 +18,14 @@ class MessageCodecSuite extends AnyFunSuite {
     OwnFileWritten("r", "state/0/1/3.heap-delta", 20481L), FromMaintenance(OwnFileWritten("r", "state/0/1/2.heap-snapshot", 0L)),
     WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"),
     FromMaintenance(put.copy(relPath = "state/0/1/4.heap-snapshot")), FromMaintenance(ListInline("r", "state/0/1")),
-    FromMaintenance(DeleteInline("r", "state/0/1/1.heap-delta")))
+    FromMaintenance(DeleteInline("r", "state/0/1/1.heap-delta")), ListStore("r", "state/0/1"),
+    FromMaintenance(ListStore("r", "state/0/1/left-keyToNumValues")))
 
   private val replies: Seq[CoordinatorReply] = Seq(Done, NotInline, IsInline,
     InlineBytes(Array.tabulate[Byte](1000)(_.toByte)), InPack("file:/cp/state-packs/3.pack", 1L << 33, 77, -5),
-    Listing(Nil), Listing(Seq("state/0/0/1.heap-delta" -> 10L, "state/0/0/2.heap-delta" -> 0L))) ++
+    Listing(Nil), Listing(Seq("state/0/0/1.heap-delta" -> 10L, "state/0/0/2.heap-delta" -> 0L)),
+    StoreListing(Nil, None), StoreListing(Seq("state/0/0/1.heap-delta" -> 10L), Some(Nil)),
+    StoreListing(Nil, Some(Seq("7.heap-snapshot" -> (1L << 32), "_metadata" -> -1L)))) ++
     FailureKind.all.map(k => Failed(k, s"message of $k", "file:/cp/state-packs/1.pack"))
 
   /** Case classes holding arrays compare them by reference: compare their content. */
@@ -59,7 +62,7 @@ class MessageCodecSuite extends AnyFunSuite {
     val whole = MessageCodec.encode(GetInline("r", "x"))
     assert(refused(whole :+ 0.toByte).contains("1 bytes after its last field"))
     val otherVersion = whole.clone(); otherVersion(3) = 1
-    assert(refused(otherVersion).contains("format version 1, this jar speaks version 5"))
+    assert(refused(otherVersion).contains(s"format version 1, this jar speaks version ${MessageCodec.FormatVersion}"))
     val unknownTag = whole.clone(); unknownTag(4) = 99
     assert(refused(unknownTag).contains("unknown request tag 99"))
     assert(refused("not a message".getBytes(UTF_8)).contains("does not start with the message header"))

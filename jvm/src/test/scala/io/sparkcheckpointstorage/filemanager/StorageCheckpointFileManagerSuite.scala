@@ -367,4 +367,72 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     assert(!onDisk("state/0/0/3.heap-delta"))
     assert(m.list(store).isEmpty)
   }
+
+  test("a store directory's listing is answered by the driver from the start's listing and the writes and deletes since, never by the file system") {
+    val (c, requests) = recording("listStatus .*/state/.*", "getFileStatus .*/state/.*")
+    val coordinator = new CheckpointCoordinator(c, Long.MaxValue)
+    DriverRuntime.useForTests(Some(coordinator))
+    val faultyRoot = s"faulty://${dir.getAbsolutePath}"
+    val store = new Path(s"$faultyRoot/state/0/0")
+    // The root as the file manager spells it (Hadoop prints `faulty:///x` as `faulty:/x`).
+    val key = new Path(faultyRoot).toString
+    val m = new StorageCheckpointFileManager(store, c)
+    def put(name: String, size: Int): Unit = {
+      val out = m.createAtomic(new Path(store, name), true)
+      out.write(Array.fill[Byte](size)(1))
+      out.close()
+    }
+    def names(statuses: Array[org.apache.hadoop.fs.FileStatus]): Map[String, (Boolean, Long)] =
+      statuses.map(s => s.getPath.getName -> (s.isDirectory, if (s.isDirectory) 0L else s.getLen)).toMap
+    // Before any query started on the checkpoint in this driver, the file system is listed.
+    put("1.heap-snapshot", 300) // a previous run's file of its own
+    new File(dir, "state/0/1").mkdirs()
+    Files.write(new File(dir, "state/0/1/4.heap-delta").toPath, Array.fill[Byte](200)(2))
+    val before = requests().size
+    assert(names(m.listStoreDirectory(store)).keySet == Set("1.heap-snapshot"))
+    assert(requests().drop(before).exists(_.startsWith("listStatus")), requests().drop(before))
+
+    coordinator.queryStarting(key, Nil, "FileSystemCheckpointStorage")
+    put("2.heap-delta", 10) // inline
+    put("3.heap-delta", 500) // a file of its own
+    m.delete(new Path(store, "1.heap-snapshot"))
+    val schema = m.createAtomic(new Path(store, "_metadata/schema"), false) // Spark's, through the file manager
+    schema.write(Array.fill[Byte](7)(3))
+    schema.close()
+    val started = requests().size
+    val fromDriver = names(m.listStoreDirectory(store))
+    val other = names(new StorageCheckpointFileManager(new Path(s"$faultyRoot/state/0/1"), c)
+      .listStoreDirectory(new Path(s"$faultyRoot/state/0/1")))
+    assert(requests().size == started, requests().drop(started))
+    assert(fromDriver == Map("2.heap-delta" -> (false, 10L), "3.heap-delta" -> (false, 500L), "_metadata" -> (true, 0L)))
+    assert(other == Map("4.heap-delta" -> (false, 200L)))
+    // What the file system holds, listed for real, is the same.
+    assert(names(m.list(store)) == fromDriver)
+    // The file manager's own shortcut holds too: an inline-only file's delete asks nothing.
+    m.delete(new Path(store, "2.heap-delta"))
+    assert(requests().drop(started).count(_.startsWith("listStatus")) == 1, requests().drop(started))
+    assert(names(m.listStoreDirectory(store)).keySet == Set("3.heap-delta", "_metadata"))
+
+    // Background writes are listed once written, and never when they failed.
+    import io.sparkcheckpointstorage.coordinator.{ListStore, StoreListing, WriteDone, WritePending}
+    def ownFiles(): Set[String] = coordinator.handle(ListStore(key, "state/0/0")) match {
+      case StoreListing(_, Some(files)) => files.map(_._1).toSet
+      case other => fail(s"not answered from memory: $other")
+    }
+    coordinator.handle(WritePending(key, "state/0/0/5.heap-delta", "w-1", "1", 900L))
+    coordinator.handle(WritePending(key, "state/0/0/6.heap-delta", "w-2", "1", 900L))
+    assert(!ownFiles().contains("5.heap-delta"))
+    coordinator.handle(WriteDone(key, "state/0/0/5.heap-delta", "w-1", ""))
+    coordinator.handle(WriteDone(key, "state/0/0/6.heap-delta", "w-2", "No space left on device"))
+    assert(ownFiles() == Set("3.heap-delta", "_metadata", "5.heap-delta"))
+    // A deleted directory takes its files along; the query's end forgets the root.
+    m.delete(new Path(store, "_metadata"))
+    assert(ownFiles() == Set("3.heap-delta", "5.heap-delta"))
+    coordinator.release(key)
+    assert(coordinator.handle(ListStore(key, "state/0/0")).isInstanceOf[StoreListing])
+    assert(coordinator.handle(ListStore(key, "state/0/0")) match {
+      case StoreListing(_, known) => known.isEmpty
+      case _ => false
+    })
+  }
 }
