@@ -121,7 +121,8 @@ def start_checks(filesystems, tmp_path, checks, extra_conf=None):
     for fs in filesystems:
         work = tmp_path / ("work-" + fs.scheme)
         work.mkdir()
-        runs[fs.scheme] = {"work": str(work), "root": unique(fs, "storages"), "checks": checks}
+        runs[fs.scheme] = {"work": str(work), "root": unique(fs, "storages"), "checks": checks,
+                           "counters": realfs.describe(fs)}
     spec = {"runs": list(runs.values()), "spark_conf": settings_of(filesystems, extra_conf)}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     s3 = [fs for fs in filesystems if isinstance(fs, realfs.SeaweedS3)]
@@ -274,6 +275,34 @@ def test_a_log_entry_another_driver_wrote_first_fails_the_query(remote_fs, stora
     r = storage_results["another-writer"]
     assert "Multiple streaming queries are concurrently using " + r["log"] in r["message"], r["message"]
     assert r["kept"], "the other driver's entry was overwritten"
+
+
+@pytest.fixture(scope="module")
+def request_results(seaweed_s3, tmp_path_factory):
+    """The S3 requests of steady batches, counted by the server, in a driver of its own (the
+    server counts every client: nothing else may run meanwhile)."""
+    return finish_checks(start_checks([seaweed_s3], tmp_path_factory.mktemp("requests"),
+                                      ["requests_per_batch"]))[seaweed_s3.scheme]
+
+
+#: The most S3 requests a steady batch may make, every kind counted, maintenance included:
+#: Spark's offset and commit log entries and the batch's pack (3 PUTs), and the status of the
+#: two log entries for the Checkpoints tab's times (2 HEADs), with room for one more.
+REQUESTS_PER_BATCH = 6
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("query", ["aggregation", "deduplication"])
+def test_a_steady_batch_on_s3_makes_at_most_six_requests(request_results, storage, query):
+    """State store maintenance lists every store's directory (on S3 a LIST, a HEAD and a LIST
+    per store): the driver answers those listings from what it knows, so the requests of a
+    batch do not grow with its state partitions (200 for the aggregation, 5 for the
+    deduplication)."""
+    no_error(request_results, "requests_per_batch")
+    r = request_results["requests-%s-%s" % (query, storage)]
+    assert r["batches"] >= 10, r
+    per_batch = {k: round(v / r["batches"], 1) for k, v in r["requests"].items() if v}
+    assert r["requests"]["total"] / r["batches"] <= REQUESTS_PER_BATCH, per_batch
 
 
 # --------------------------------------------------------------------------------------

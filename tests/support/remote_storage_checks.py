@@ -21,11 +21,14 @@ import traceback
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TESTS)
 
-from support.realfs import HadoopFiles  # noqa: E402
+from support.realfs import HadoopFiles, read_counters  # noqa: E402
 from support.aggregation import expected, run_aggregation, state_of  # noqa: E402
 
 STORAGE = "spark.sql.streaming.checkpointStorage"
 PARTITIONS = 4
+#: requests_per_batch: batches before its window, and in it.
+WARMUP_BATCHES = 4
+MEASURED_BATCHES = 12
 
 
 def session(spec):
@@ -239,6 +242,44 @@ class Checks:
             return {"deleted": deleted, "left": self.files.walk(checkpoint),
                     "folder_left": self.files.exists(checkpoint)}
         self.results[name] = self.with_storage("filesystem", body)
+
+
+    def requests_per_batch(self):
+        """The file system's own count of the requests of steady batches (spec ``counters``,
+        see realfs.describe), for an aggregation at 200 state partitions and a deduplication
+        at 5, with each storage: a rate source, a 250 ms trigger, a noop sink. Maintenance
+        runs every second (the session's setting), so its listings and cleanups count too.
+        The window starts after the warm-up (the start's listing and reads, the first
+        maintenance) and spans MEASURED batches."""
+        from pyspark.sql import functions as F
+        counters = self.spec["counters"]
+        for storage in ("filesystem", "driver"):
+            for name, partitions in (("aggregation", 200), ("deduplication", 5)):
+                label = "requests-%s-%s" % (name, storage)
+
+                def body():
+                    self.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+                    rows = self.spark.readStream.format("rate").option("rowsPerSecond", 200).load()
+                    keyed = rows.select((F.col("value") % 100).alias("k"))
+                    df = keyed.groupBy("k").count() if name == "aggregation" else keyed.dropDuplicates(["k"])
+                    q = (df.writeStream.format("noop").outputMode("update" if name == "aggregation" else "append")
+                         .trigger(processingTime="250 milliseconds")
+                         .option("checkpointLocation", self.remote(label, "checkpoint")).start())
+
+                    def last_batch():
+                        p = q.lastProgress
+                        return -1 if p is None else p["batchId"]
+                    try:
+                        self.eventually(lambda: last_batch() >= WARMUP_BATCHES, seconds=300)
+                        first, before = last_batch(), read_counters(counters)
+                        self.eventually(lambda: last_batch() >= first + MEASURED_BATCHES, seconds=300)
+                        last, after = last_batch(), read_counters(counters)
+                    finally:
+                        q.stop()
+                        self.spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))
+                    return {"partitions": partitions, "batches": last - first,
+                            "requests": {k: after.get(k, 0) - before.get(k, 0) for k in after}}
+                self.results[label] = self.with_storage(storage, body)
 
 
 def main(argv):

@@ -9,6 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataOutputStream, FileAlreadyExistsException, FileSystem, LocalFileSystem, Path}
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.FileContextBasedCheckpointFileManager
+import org.apache.spark.sql.checkpointstorage.shim.FileDeleteShim
 
 /**
  * File operations of the checkpoint storages on any Hadoop file system, with the local file
@@ -89,9 +90,13 @@ object FileSystemOperations {
 
   def deleteRecursively(path: Path, conf: Configuration): Unit = path.getFileSystem(conf).delete(path, true)
 
+  /** Deletes the file `path` (never a directory); a missing file is no error. */
   def delete(path: Path, conf: Configuration): Unit = {
     if (isLocal(path)) Files.deleteIfExists(localPath(path))
-    else path.getFileSystem(conf).delete(path, false)
+    else {
+      val fs = path.getFileSystem(conf)
+      if (!FileDeleteShim.deleteFileWithoutProbe(fs, path)) fs.delete(path, false)
+    }
   }
 
   /**

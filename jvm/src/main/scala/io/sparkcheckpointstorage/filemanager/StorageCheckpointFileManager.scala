@@ -282,11 +282,20 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
       if (FileSystemOperations.isLocal(p)) {
         val local = FileSystemOperations.localPath(p)
         if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)
+      } else if (knownFile(q)) {
+        // Spark purges a log entry and the provider's cleanup a state file every batch: on
+        // S3 a delete without the probe before it halves their requests.
+        FileSystemOperations.delete(p, hadoopConf)
       } else {
         fs.delete(p, true)
       }
     }
   }
+
+  /** Whether `q` is a file by its name alone: an entry of Spark's logs, or a store's state file. */
+  private def knownFile(q: Path): Boolean =
+    (CheckpointPaths.logDirRoot(q.getParent).isDefined && CheckpointPaths.logEntryBatch(q.getName).isDefined) ||
+      CheckpointPaths.splitState(q).exists { case (_, rel) => CheckpointPaths.stateVersionOf(rel).isDefined }
 
   override def isLocal: Boolean = FileSystemOperations.isLocal(path)
 
