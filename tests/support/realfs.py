@@ -188,7 +188,11 @@ class MiniDfs(RemoteFs):
         details = os.path.join(work, "details.json")
         self.log = os.path.join(work, "minidfs.log")
         self.http_port = free_ports(1)[0]
-        cp = "%s/*:%s/*" % (jars("hdfs"), pyspark_jars())
+        # The namenode's JMX counters refresh every second (Hadoop's metrics period, 10 s by
+        # default): what a reader of namenode_counters sees is at most a second old.
+        with open(os.path.join(work, "hadoop-metrics2.properties"), "w") as f:
+            f.write("*.period=1\n")
+        cp = "%s:%s/*:%s/*" % (work, jars("hdfs"), pyspark_jars())
         cmd = ["java", "-Xmx" + heap, "-XX:TieredStopAtLevel=1", "-Dtest.build.data=%s/data" % work,
                "-cp", cp, "org.apache.hadoop.test.MiniDFSClusterManager", "-format", "-datanodes", "1",
                "-nnport", "0", "-httpport", str(self.http_port), "-writeDetails", details,
