@@ -14,6 +14,7 @@ window. Each variant runs after the one before it stopped, in one driver JVM
 
     .venv/bin/python benchmarks/requests.py                                     # S3 and HDFS, 5/200/1,000 partitions
     .venv/bin/python benchmarks/requests.py --filesystems s3 --partitions 5 --variants heap-fs,no-state
+    .venv/bin/python benchmarks/requests.py --min-batches-to-retain 10 --warmup 15   # with Spark's log purge
 """
 import argparse
 import json
@@ -155,6 +156,10 @@ def main() -> None:
     parser.add_argument("--trigger-ms", type=int, default=500)
     parser.add_argument("--maintenance-s", type=int, default=5,
                         help="state store maintenance interval (Spark's default is 60 s)")
+    parser.add_argument("--min-batches-to-retain", type=int, default=100,
+                        help="spark.sql.streaming.minBatchesToRetain: from this many batches on, every batch "
+                             "also deletes an old entry of each log, old state files and packs (with a --warmup "
+                             "past it, the window shows that regime)")
     parser.add_argument("--warmup", type=int, default=4, help="batches before the window")
     parser.add_argument("--batches", type=int, default=10, help="batches in the window")
     parser.add_argument("--max-seconds", type=float, default=240,
@@ -179,7 +184,8 @@ def main() -> None:
         builder = (SparkSession.builder.master("local[2]")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.streaming.stateStore.maintenanceInterval", "%ds" % args.maintenance_s))
+                   .config("spark.sql.streaming.stateStore.maintenanceInterval", "%ds" % args.maintenance_s)
+                   .config("spark.sql.streaming.minBatchesToRetain", str(args.min_batches_to_retain)))
         conf: Dict[str, str] = {}
         for fs in started:
             for key, value in realfs.spark_settings(fs).items():
@@ -201,8 +207,9 @@ def main() -> None:
         for fs in started:
             fs.stop()
     title = ("Spark %s, local[2], %d rows/s counted over %d keys, %d ms trigger, maintenance every %d s, "
-             "%d batches after %d" % (pyspark.__version__, args.rate, KEYS, args.trigger_ms, args.maintenance_s,
-                                      args.batches, args.warmup))
+             "minBatchesToRetain %d, %d batches after %d" % (
+                 pyspark.__version__, args.rate, KEYS, args.trigger_ms, args.maintenance_s,
+                 args.min_batches_to_retain, args.batches, args.warmup))
     lines = ["Requests a steady batch: " + title] + table(results)
     print("\n".join([""] + lines))
     os.makedirs(args.out, exist_ok=True)
