@@ -39,10 +39,9 @@ from typing import Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import pyspark  # noqa: E402
-from support import realfs  # noqa: E402
+from remote_servers import realfs  # noqa: E402
 import jvm_jars  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 

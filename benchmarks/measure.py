@@ -169,8 +169,7 @@ def main(params_file: str) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     jvm = Jvm(spark)
     if remote:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-        from support import realfs
+        from remote_servers import realfs
         remote_files = realfs.HadoopFiles(spark)
 
         def checkpoint_files() -> Set[str]:

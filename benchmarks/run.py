@@ -30,8 +30,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-from support import realfs as remote_fs  # noqa: E402
+from remote_servers import realfs as remote_fs  # noqa: E402
 import report  # noqa: E402
 import variants as variants_mod  # noqa: E402
 from workloads import W3_KEYS, Workload, input_dir, parse_count, workload, write_inputs  # noqa: E402

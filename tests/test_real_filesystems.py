@@ -103,17 +103,6 @@ def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seawee
 # --------------------------------------------------------------------------------------
 # Storage behaviour, both file systems in one driver; DELETE_ON_CANCELLATION in another.
 
-def settings_of(filesystems, extra_conf=None) -> dict:
-    """The settings of a session that reaches every file system of ``filesystems`` (their
-    jars' class paths joined)."""
-    conf = {}
-    for fs in filesystems:
-        for key, value in realfs.spark_settings(fs).items():
-            conf[key] = conf[key] + ":" + value if key.endswith("extraClassPath") and key in conf else value
-    conf.update(extra_conf or {})
-    return conf
-
-
 def start_checks(filesystems, tmp_path, checks, extra_conf=None):
     """Starts a driver process running ``checks`` on each file system of ``filesystems``, one
     after the other (support/remote_storage_checks.py)."""
@@ -123,7 +112,7 @@ def start_checks(filesystems, tmp_path, checks, extra_conf=None):
         work.mkdir()
         runs[fs.scheme] = {"work": str(work), "root": unique(fs, "storages"), "checks": checks,
                            "counters": realfs.describe(fs)}
-    spec = {"runs": list(runs.values()), "spark_conf": settings_of(filesystems, extra_conf)}
+    spec = {"runs": list(runs.values()), "spark_conf": {**realfs.spark_settings_of_all(filesystems), **(extra_conf or {})}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     s3 = [fs for fs in filesystems if isinstance(fs, realfs.SeaweedS3)]
     before = s3[0].request_counts() if s3 else None

@@ -448,6 +448,16 @@ def spark_settings(fs: RemoteFs) -> Dict[str, str]:
     return conf
 
 
+def spark_settings_of_all(filesystems: List[RemoteFs]) -> Dict[str, str]:
+    """The settings of a session that reaches every file system of ``filesystems`` (their
+    jars' class paths joined)."""
+    conf: Dict[str, str] = {}
+    for fs in filesystems:
+        for key, value in spark_settings(fs).items():
+            conf[key] = conf[key] + ":" + value if key.endswith("extraClassPath") and key in conf else value
+    return conf
+
+
 class HadoopFiles:
     """Files of any Hadoop file system (``file:``, ``hdfs:``, ``s3a:``), through the JVM of a
     running SparkSession and its Hadoop settings: what tests read, damage or count."""

@@ -270,10 +270,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * that committed it skips it), so the next run's commit of the batch packs it from here.
    */
   def release(root: String): Unit = lifecycle.synchronized {
-    committedRoots.remove(root)
-    backgroundWrites.forget(root)
-    ownFiles.forget(root)
-    storeFiles.forget(root)
+    forgetQuery(root)
     val s = roots.get(root)
     if (s != null) s.loaded match {
       case Some(state) if state.persistent && state.packFailed && state.hasUnpacked =>
@@ -285,12 +282,17 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
     }
   }
 
-  /** Forgets everything of `root` held in heap, packed or not: its checkpoint is being deleted. */
-  def discard(root: String): Unit = lifecycle.synchronized {
+  /** Forgets what `root`'s running query needed: maintenance, background writes, its state files' listings. */
+  private def forgetQuery(root: String): Unit = {
     committedRoots.remove(root)
     backgroundWrites.forget(root)
     ownFiles.forget(root)
     storeFiles.forget(root)
+  }
+
+  /** Forgets everything of `root` held in heap, packed or not: its checkpoint is being deleted. */
+  def discard(root: String): Unit = lifecycle.synchronized {
+    forgetQuery(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }

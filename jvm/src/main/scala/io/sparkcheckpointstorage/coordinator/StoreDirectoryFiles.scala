@@ -27,8 +27,8 @@ import io.sparkcheckpointstorage.layout.CheckpointPaths
 private[coordinator] final class StoreDirectoryFiles(conf: Configuration) {
   private val byRoot = new ConcurrentHashMap[String, RootFiles]()
 
-  /** Lists `root`'s `state/` tree, once per query run: every listing of its stores until [[forget]] comes from it. */
-  def seed(root: String): Unit = if (!byRoot.containsKey(root)) {
+  /** Lists `root`'s `state/` tree (a query on it starts): every listing of its stores until [[forget]] comes from it. */
+  def seed(root: String): Unit = {
     val state = new Path(root, CheckpointPaths.State)
     val files = new RootFiles
     try {
@@ -43,7 +43,7 @@ private[coordinator] final class StoreDirectoryFiles(conf: Configuration) {
     } catch {
       case _: FileNotFoundException => // a new query: nothing under state/ yet
     }
-    byRoot.putIfAbsent(root, files)
+    byRoot.put(root, files)
   }
 
   /** `rel` of `root` is on the file system, `bytes` long. */
@@ -80,19 +80,20 @@ private final class RootFiles {
   private val backgroundWrites = mutable.HashMap[String, (String, Long)]()
 
   def written(rel: String, bytes: Long): Unit = synchronized {
-    val slash = rel.lastIndexOf('/')
-    byDir.getOrElseUpdate(rel.substring(0, slash), mutable.HashMap[String, Long]())(rel.substring(slash + 1)) = bytes
+    byDir.getOrElseUpdate(CheckpointPaths.dirOf(rel), mutable.HashMap[String, Long]())(nameOf(rel)) = bytes
   }
 
   def deleted(rel: String): Unit = synchronized {
-    val slash = rel.lastIndexOf('/')
-    if (slash > 0) byDir.get(rel.substring(0, slash)).foreach { names =>
-      names -= rel.substring(slash + 1)
-      if (names.isEmpty) byDir -= rel.substring(0, slash)
+    val dir = CheckpointPaths.dirOf(rel)
+    byDir.get(dir).foreach { names =>
+      names -= nameOf(rel)
+      if (names.isEmpty) byDir -= dir
     }
     // A directory's delete takes everything under it.
     byDir.keys.filter(d => d == rel || d.startsWith(rel + "/")).toVector.foreach(byDir -= _)
   }
+
+  private def nameOf(rel: String): String = rel.substring(rel.lastIndexOf('/') + 1)
 
   def pending(writeId: String, rel: String, bytes: Long): Unit = synchronized { backgroundWrites(writeId) = (rel, bytes) }
 

@@ -93,14 +93,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         }
         new InlineOrFileOutputStream(storageFor(root), root, rel, p, overwriteIfPossible, hadoopConf,
           background = asyncStateWrites && TaskContext.get() != null && StateFileNaming.writableInBackground(rel))
-      case Some((root, rel)) if CheckpointPaths.stateVersionOf(rel).isDefined =>
-        // A state file no storage holds inline (RocksDB's snapshot zips of format version 1):
-        // written here; the coordinator learns of it for the checkpoints tab.
-        new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
-          bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case Some((root, rel)) =>
-        // Any other file of a store (Spark's schema under `_metadata`): the driver learns of it
-        // too, for the listings of the store's directory it answers (listStoreDirectory).
+        // A file of a store no storage holds inline (RocksDB's snapshot zips of format version
+        // 1, Spark's schema under `_metadata`): written here; the coordinator learns of it for
+        // the checkpoints tab and for the listings of the store's directory it answers
+        // (listStoreDirectory).
         new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
           bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case _ =>
@@ -177,9 +174,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         filter.accept(new Path(dir, "0"))) logEntriesListed(real)
     val inline = CheckpointPaths.stateDirRoot(qualified(dir)).toSeq.flatMap { case (root, relDir) =>
       CoordinatorClient.ask(ListInline(root, relDir)) match {
-        case Listing(files) => files.map { case (rel, len) =>
-          new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
-        }.filter(s => filter.accept(s.getPath))
+        case Listing(files) => inlineStatuses(dir, files).filter(s => filter.accept(s.getPath))
         case _ => Nil
       }
     }
@@ -198,6 +193,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     real.filterNot(s => inlineNames.contains(s.getPath.getName)) ++ inline
   }
 
+  /** The statuses, in `dir`, of the coordinator's inline files `files` (relative paths, lengths). */
+  private def inlineStatuses(dir: Path, files: Seq[(String, Long)]): Seq[FileStatus] = files.map { case (rel, len) =>
+    new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
+  }
+
   /**
    * The files of store directory `dir` (`state/<op>/<partition>[/<store>]`), for a state store
    * provider whose every file is written and deleted through this file manager (ours): the
@@ -211,15 +211,14 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     val q = qualified(dir)
     CheckpointPaths.stateDirRoot(q) match {
       case Some((root, relDir)) => CoordinatorClient.ask(ListStore(root, relDir)) match {
-        case StoreListing(inline, Some(onFileSystem)) =>
-          val inlineNames = inline.map(f => f._1.substring(f._1.lastIndexOf('/') + 1)).toSet
+        case StoreListing(inlineFiles, Some(onFileSystem)) =>
+          val inline = inlineStatuses(dir, inlineFiles)
+          val inlineNames = inline.map(_.getPath.getName).toSet
           synchronized { inlineOnly = (q, inlineNames -- onFileSystem.map(_._1)) }
           (onFileSystem.filterNot(f => inlineNames.contains(f._1)).map { case (name, len) =>
             if (len < 0) new FileStatus(0L, true, 1, 0L, 0L, new Path(dir, name))
             else new FileStatus(len, false, 1, 0L, 0L, new Path(dir, name))
-          } ++ inline.map { case (rel, len) =>
-            new FileStatus(len, false, 1, 0L, 0L, new Path(dir, rel.substring(rel.lastIndexOf('/') + 1)))
-          }).toArray
+          } ++ inline).toArray
         case _ => list(dir)
       }
       case None => list(dir)

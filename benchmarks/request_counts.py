@@ -12,9 +12,9 @@ window. Each variant runs after the one before it stopped, in one driver JVM
 ``--warmup`` batches (the start's listings and reads), the counters are read, then again after
 ``--batches`` more (or after ``--max-seconds``, for a variant too slow for that many).
 
-    .venv/bin/python benchmarks/requests.py                                     # S3 and HDFS, 5/200/1,000 partitions
-    .venv/bin/python benchmarks/requests.py --filesystems s3 --partitions 5 --variants heap-fs,no-state
-    .venv/bin/python benchmarks/requests.py --min-batches-to-retain 10 --warmup 15   # with Spark's log purge
+    .venv/bin/python benchmarks/request_counts.py                                     # S3 and HDFS, 5/200/1,000 partitions
+    .venv/bin/python benchmarks/request_counts.py --filesystems s3 --partitions 5 --variants heap-fs,no-state
+    .venv/bin/python benchmarks/request_counts.py --min-batches-to-retain 10 --warmup 15   # with Spark's log purge
 """
 import argparse
 import json
@@ -26,10 +26,9 @@ from typing import Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import pyspark  # noqa: E402
-from support import realfs  # noqa: E402
+from remote_servers import realfs  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 
 DEFAULT_VARIANTS = "hdfs,rocksdb-changelog,heap-fs,heap-driver,no-state"
@@ -186,11 +185,7 @@ def main() -> None:
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.streaming.stateStore.maintenanceInterval", "%ds" % args.maintenance_s)
                    .config("spark.sql.streaming.minBatchesToRetain", str(args.min_batches_to_retain)))
-        conf: Dict[str, str] = {}
-        for fs in started:
-            for key, value in realfs.spark_settings(fs).items():
-                conf[key] = conf[key] + ":" + value if key.endswith("extraClassPath") and key in conf else value
-        for key, value in conf.items():
+        for key, value in realfs.spark_settings_of_all(started).items():
             builder = builder.config(key, value)
         spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
