@@ -3,7 +3,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -58,11 +58,31 @@ class Subprocess:
 
     def spark_submit(self, args: List[str], code: str,
                      timeout: int = 300) -> subprocess.CompletedProcess:
-        script = self.tmp_path / "job.py"
-        script.write_text(textwrap.dedent(code))
-        cmd = [os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=self.env(), cwd=str(self.tmp_path))
+        (result,) = self.spark_submit_all([(args, code)], timeout)
+        return result
+
+    def spark_submit_all(self, jobs: List[Tuple[List[str], str]],
+                         timeout: int = 300) -> List[subprocess.CompletedProcess]:
+        """spark-submit of each (arguments, code) of ``jobs``, all at once (each its own
+        driver; most of a submit's time is its JVM's start, waiting on the disk and the
+        network as much as on a core); their results in the order of ``jobs``."""
+        started = []
+        for n, (args, code) in enumerate(jobs):
+            script = self.tmp_path / ("job-%d.py" % n)
+            script.write_text(textwrap.dedent(code))
+            out, err = (open(self.tmp_path / ("job-%d.%s" % (n, kind)), "w+") for kind in ("out", "err"))
+            cmd = [os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)]
+            started.append((cmd, out, err, subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
+                                                            env=self.env(), cwd=str(self.tmp_path))))
+        results = []
+        for cmd, out, err, proc in started:
+            wait_or_kill(proc, timeout)
+            for f in (out, err):
+                f.seek(0)
+            results.append(subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read()))
+            out.close()
+            err.close()
+        return results
 
 
 #: runs support/stateful_operators.py's driver (the operators' queries) with a spec file

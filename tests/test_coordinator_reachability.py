@@ -22,12 +22,13 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import Subprocess, assert_ok, wait_or_kill
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 pytestmark = pytest.mark.cluster
 
+STORAGES = ["driver", "filesystem"]
 #: the RPC timeouts of the session, and each freeze: past both, so the commits inside fail
 TIMEOUT_S = 4
 FREEZE_S = 12
@@ -40,22 +41,53 @@ _DRIVER = """
 """
 
 
-def run_frozen_driver(tmp_path, storage: str) -> dict:
-    for attempt in (1, 2, 3):
-        work = tmp_path / ("work-%d" % attempt)
-        work.mkdir()
-        spec = {"work": str(work), "storage": storage, "timeout_s": TIMEOUT_S, "freeze_s": FREEZE_S,
-                "mid_run_freezes": 2, "steps": ["first_freeze", "freezes", "new_executor"]}
-        spec_path = tmp_path / ("spec-%d.json" % attempt)
-        spec_path.write_text(json.dumps(spec))
-        result = Subprocess(tmp_path).python(_DRIVER % (TESTS, str(spec_path)), timeout=900)
-        (tmp_path / ("stdout-%d.txt" % attempt)).write_text(result.stdout)
-        (tmp_path / ("stderr-%d.txt" % attempt)).write_text(result.stderr)
-        # A driver that failed before its first batch is started again, up to twice: on a busy
-        # machine local-cluster's own start can outlast the low ask timeout this test sets (the
-        # master's first ask). One that failed in the scenario fails the test.
-        if result.returncode == 0 or "STEP first_freeze" in result.stderr:
-            break
+def start_frozen_driver(tmp_path, storage: str, attempt: int):
+    """Starts tests/frozen_driver.py for ``storage`` (its ``attempt``): (work folder, process)."""
+    import subprocess
+    import textwrap
+    work = tmp_path / storage / ("work-%d" % attempt)
+    work.mkdir(parents=True)
+    spec = {"work": str(work), "storage": storage, "timeout_s": TIMEOUT_S, "freeze_s": FREEZE_S,
+            "mid_run_freezes": 2, "steps": ["first_freeze", "freezes", "new_executor"]}
+    (work / "spec.json").write_text(json.dumps(spec))
+    (work / "driver.py").write_text(textwrap.dedent(_DRIVER % (TESTS, str(work / "spec.json"))))
+    with open(work / "stdout.txt", "w") as out, open(work / "stderr.txt", "w") as err:
+        proc = subprocess.Popen([sys.executable, str(work / "driver.py")], stdout=out, stderr=err,
+                                env=Subprocess(tmp_path).env(), cwd=str(work))
+    return work, proc
+
+
+@pytest.fixture(scope="module")
+def frozen_runs(tmp_path_factory) -> dict:
+    """Each storage's run (storage -> what its driver saw), both drivers side by side: each
+    freezes its own JVM, and a freeze is mostly waiting."""
+    import subprocess
+    tmp_path = tmp_path_factory.mktemp("frozen")
+    running = {storage: (1,) + start_frozen_driver(tmp_path, storage, 1) for storage in STORAGES}
+    results = {}
+    try:
+        while running:
+            for storage, (attempt, work, proc) in list(running.items()):
+                wait_or_kill(proc, 900)
+                result = subprocess.CompletedProcess(proc.args, proc.returncode, (work / "stdout.txt").read_text(),
+                                                     (work / "stderr.txt").read_text())
+                del running[storage]
+                # A driver that failed before its first batch is started again, up to twice: on a
+                # busy machine local-cluster's own start can outlast the low ask timeout this test
+                # sets (the master's first ask). One that failed in the scenario fails its test.
+                if result.returncode != 0 and "STEP first_freeze" not in result.stderr and attempt < 3:
+                    running[storage] = (attempt + 1,) + start_frozen_driver(tmp_path, storage, attempt + 1)
+                else:
+                    results[storage] = (work, result)
+    finally:
+        for _, _, proc in running.values():
+            proc.kill()
+    return results
+
+
+def frozen_run(frozen_runs, storage: str) -> dict:
+    """What ``storage``'s driver saw (fails showing its output if it failed)."""
+    work, result = frozen_runs[storage]
     assert_ok(result)
     with open(work / "result.json") as f:
         out = json.load(f)
@@ -98,9 +130,9 @@ OURS = "io.sparkcheckpointstorage.coordinator.CoordinatorUnreachableException: "
 FILE_SINK_WRAPPER = "[TASK_WRITE_FAILED] Task failed while writing rows"
 
 
-@pytest.mark.parametrize("storage", ["driver", "filesystem"])
-def test_a_driver_frozen_past_the_rpc_timeouts_loses_no_state_and_needs_no_restart(tmp_path, storage):
-    out = run_frozen_driver(tmp_path, storage)
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_driver_frozen_past_the_rpc_timeouts_loses_no_state_and_needs_no_restart(frozen_runs, storage):
+    out = frozen_run(frozen_runs, storage)
     log = out["driver_log"]
 
     # Every freeze happened, inside a batch.

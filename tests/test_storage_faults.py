@@ -74,38 +74,48 @@ def run_phase(tmp_path, storage, phase, scenarios, **extra):
 
 @pytest.fixture(scope="module")
 def fault_runs(request, tmp_path_factory):
-    """The runs of both storages' scenarios (the selected ones'): every storage's faults in
-    one application, and every checkpoint resumed in a new one; (folder, lines)."""
+    """The runs of each storage's scenarios (the selected storages'): storage -> (its folder,
+    its lines). Each storage has a fault plan of its own, its faults in one application and
+    every checkpoint resumed in a new one; every storage's applications run side by side."""
     selected = sorted({item.callspec.params["storage"] for item in request.session.items
                        if item.originalname == "test_a_failed_or_unanswered_write_never_loses_state"
                        and hasattr(item, "callspec")}) or sorted(STORAGE_SCENARIOS)
-    tmp_path = tmp_path_factory.mktemp("faults")
-    storages = {storage: {"base": str(tmp_path / "runs" / storage),
-                          "scenarios": STORAGE_SCENARIOS[storage]} for storage in selected}
-    # The new application starts beside the faults' one and resumes each scenario's
-    # checkpoints once that one is done with them.
-    ended = tmp_path / "faults-phase-ended"
-    faulting = start_phase(tmp_path, selected[0], "faults", [], storages=storages,
-                           batches_before=BATCHES_BEFORE)
-    resuming = None
+    base = tmp_path_factory.mktemp("faults")
+    started = {}
     try:
-        resuming = start_phase(tmp_path, selected[0], "resume", [], storages=storages,
-                               after=str(ended))
-        runs = finish_phase(faulting)
+        for storage in selected:
+            folder = base / storage
+            folder.mkdir()
+            storages = {storage: {"base": str(folder / "runs" / storage),
+                                  "scenarios": STORAGE_SCENARIOS[storage]}}
+            # The new application starts beside the faults' one and resumes each scenario's
+            # checkpoints once that one is done with them.
+            ended = folder / "faults-phase-ended"
+            faulting = start_phase(folder, storage, "faults", [], storages=storages,
+                                   batches_before=BATCHES_BEFORE)
+            started[storage] = [folder, ended, faulting, None]
+            started[storage][3] = start_phase(folder, storage, "resume", [], storages=storages,
+                                              after=str(ended))
+        runs = {}
+        for storage, (folder, ended, faulting, resuming) in started.items():
+            try:
+                lines = finish_phase(faulting)
+            finally:
+                ended.write_text("")
+            runs[storage] = (folder, lines + finish_phase(resuming))
+        return runs
     except BaseException:
-        for started in (faulting, resuming):
-            if started is not None and started[2].poll() is None:
-                started[2].kill()
+        for folder, ended, faulting, resuming in started.values():
+            ended.write_text("")
+            for phase in (faulting, resuming):
+                if phase is not None and phase[2].poll() is None:
+                    phase[2].kill()
         raise
-    finally:
-        ended.write_text("")
-    runs += finish_phase(resuming)
-    return tmp_path, runs
 
 
 @pytest.mark.parametrize("storage", ["filesystem", "driver"])
 def test_a_failed_or_unanswered_write_never_loses_state(fault_runs, storage):
-    tmp_path, runs = fault_runs
+    tmp_path, runs = fault_runs[storage]
     scenarios = STORAGE_SCENARIOS[storage]
     runs = [r for r in runs if r["storage"] == storage]
     by_step = {(r["scenario"], r["checkpoint"], r["step"]): r for r in runs}

@@ -176,12 +176,16 @@ def _submit_args(*confs, plugin=True):
 def test_spark_submit_prints_the_refused_setting(subproc, tmp_path):
     """spark-submit users read the same first line: a static setting at start-up, a session
     setting when the query starts."""
-    job = _SUBMIT_JOB % (jvm_names.FILE_STATE_SIZE_THRESHOLD, str(tmp_path / "cp"))
-    at_start = subproc.spark_submit(_submit_args("%s=65m" % jvm_names.EXECUTOR_MAX_REQUEST_BATCH_SIZE), job)
+    def job(name):
+        return _SUBMIT_JOB % (jvm_names.FILE_STATE_SIZE_THRESHOLD, str(tmp_path / name))
+    # Three drivers, side by side, each on a checkpoint of its own.
+    at_start, at_query, no_plugin = subproc.spark_submit_all([
+        (_submit_args("%s=65m" % jvm_names.EXECUTOR_MAX_REQUEST_BATCH_SIZE), job("cp-at-start")),
+        (_submit_args(), job("cp")),
+        (_submit_args(plugin=False), job("cp-no-plugin"))])
     assert at_start.returncode != 0
     assert ("Invalid value '65m' for %s: expected a size from 0 (each request on its own) to 64m"
             % jvm_names.EXECUTOR_MAX_REQUEST_BATCH_SIZE) in at_start.stderr, at_start.stderr[-5000:]
-    at_query = subproc.spark_submit(_submit_args(), job)
     assert at_query.returncode != 0
     # The traceback's last line; spark-submit passes the Python driver's output on as its stdout.
     raised = [l for l in (at_query.stdout + at_query.stderr).splitlines()
@@ -191,7 +195,6 @@ def test_spark_submit_prints_the_refused_setting(subproc, tmp_path):
             % jvm_names.FILE_STATE_SIZE_THRESHOLD) in raised[0]
     assert not (tmp_path / "cp" / "offsets").exists()
     # Settings given without the coordinator plugin: refused when the query starts.
-    no_plugin = subproc.spark_submit(_submit_args(plugin=False), job)
     assert no_plugin.returncode != 0
     assert ("runs without its coordinator: spark.plugins does not name %s. Start Spark with spark.plugins=%s"
             % (jvm_names.PLUGIN_CLASS, jvm_names.PLUGIN_CLASS)) in no_plugin.stdout + no_plugin.stderr, \

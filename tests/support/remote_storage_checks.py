@@ -28,7 +28,7 @@ STORAGE = "spark.sql.streaming.checkpointStorage"
 PARTITIONS = 4
 #: requests_per_batch: batches before its window, and in it.
 WARMUP_BATCHES = 4
-MEASURED_BATCHES = 12
+MEASURED_BATCHES = 8
 
 
 def session(spec):

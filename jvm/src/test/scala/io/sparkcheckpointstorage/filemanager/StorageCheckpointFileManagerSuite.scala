@@ -435,4 +435,44 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
       case _ => false
     })
   }
+
+  test("a start whose listing fails leaves its stores' listings to the file system; the next start lists again") {
+    val (c, requests) = recording("listStatus .*/state/.*")
+    val rules = new File(dir, "faults/rules")
+    val recordingRule = new String(Files.readAllBytes(rules.toPath), StandardCharsets.UTF_8)
+    val faultyRoot = s"faulty://${dir.getAbsolutePath}"
+    val key = new Path(faultyRoot).toString
+    val stores = (0 until 4).map(p => s"state/0/$p")
+    stores.zipWithIndex.foreach { case (rel, i) =>
+      new File(dir, rel).mkdirs()
+      Files.write(new File(dir, s"$rel/1.heap-snapshot").toPath, Array.fill[Byte](100 + i)(1))
+    }
+    def listed(rel: String): Map[String, Long] =
+      new StorageCheckpointFileManager(new Path(s"$faultyRoot/$rel"), c).listStoreDirectory(new Path(s"$faultyRoot/$rel"))
+        .map(s => s.getPath.getName -> s.getLen).toMap
+    def onFileSystem(rel: String): Map[String, Long] =
+      Option(new File(dir, rel).listFiles()).getOrElse(Array.empty[File]).map(f => f.getName -> f.length).toMap
+    def assertListedForReal(): Unit = stores.foreach { rel =>
+      val before = requests().size
+      assert(listed(rel) == onFileSystem(rel), rel)
+      assert(requests().drop(before).exists(_.startsWith("listStatus")), (rel, requests().drop(before)))
+    }
+
+    // The start's listing fails: the query starts all the same, and its stores list for real.
+    Files.write(rules.toPath, ("listStatus before .*/state 1\n" + recordingRule).getBytes(StandardCharsets.UTF_8))
+    val coordinator = new CheckpointCoordinator(c, Long.MaxValue)
+    DriverRuntime.useForTests(Some(coordinator))
+    coordinator.queryStarting(key, Nil, "FileSystemCheckpointStorage")
+    assert(requests().exists(_.startsWith("listStatus\tbefore\t")), requests())
+    assertListedForReal()
+    coordinator.release(key)
+
+    // The next start lists again: its stores' listings come from the driver, equal to the file system's.
+    val mark = requests().size
+    coordinator.queryStarting(key, Nil, "FileSystemCheckpointStorage")
+    val started = requests().size
+    assert(started > mark, "the start did not list the state files")
+    stores.foreach(rel => assert(listed(rel) == onFileSystem(rel), rel))
+    assert(requests().size == started, requests().drop(started))
+  }
 }
