@@ -1,9 +1,10 @@
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
@@ -34,6 +35,20 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
         proc.wait()
 
 
+class Started(NamedTuple):
+    """A process started in the background, its output going to the files ``out`` and ``err``
+    (they stay for a failure's post-mortem)."""
+    proc: subprocess.Popen
+    out: pathlib.Path
+    err: pathlib.Path
+
+    def finish(self, timeout: float) -> subprocess.CompletedProcess:
+        """Waits for the process (killed past ``timeout`` seconds); its exit code and output."""
+        wait_or_kill(self.proc, timeout)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, self.out.read_text(),
+                                           self.err.read_text())
+
+
 class Subprocess:
     """Runs Python code or spark-submit in a fresh process: each gets its own driver JVM."""
 
@@ -56,6 +71,21 @@ class Subprocess:
         return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                               timeout=timeout, env=self.env(env), cwd=str(self.tmp_path))
 
+    def start_python(self, code: str, name: str, folder=None) -> Started:
+        """Starts ``code`` in the background as ``<folder>/<name>.py`` (``folder``: the test's
+        own by default, also the process's working folder), its output in ``<name>.out`` and
+        ``<name>.err`` there."""
+        folder = pathlib.Path(folder or self.tmp_path)
+        script = folder / (name + ".py")
+        script.write_text(textwrap.dedent(code))
+        return self._start([sys.executable, str(script)], name, folder)
+
+    def _start(self, cmd: List[str], name: str, folder: pathlib.Path) -> Started:
+        out, err = folder / (name + ".out"), folder / (name + ".err")
+        with open(out, "w") as o, open(err, "w") as e:
+            proc = subprocess.Popen(cmd, stdout=o, stderr=e, env=self.env(), cwd=str(folder))
+        return Started(proc, out, err)
+
     def spark_submit(self, args: List[str], code: str,
                      timeout: int = 300) -> subprocess.CompletedProcess:
         (result,) = self.spark_submit_all([(args, code)], timeout)
@@ -64,25 +94,14 @@ class Subprocess:
     def spark_submit_all(self, jobs: List[Tuple[List[str], str]],
                          timeout: int = 300) -> List[subprocess.CompletedProcess]:
         """spark-submit of each (arguments, code) of ``jobs``, all at once (each its own
-        driver; most of a submit's time is its JVM's start, waiting on the disk and the
-        network as much as on a core); their results in the order of ``jobs``."""
+        driver); their results in the order of ``jobs``."""
         started = []
         for n, (args, code) in enumerate(jobs):
             script = self.tmp_path / ("job-%d.py" % n)
             script.write_text(textwrap.dedent(code))
-            out, err = (open(self.tmp_path / ("job-%d.%s" % (n, kind)), "w+") for kind in ("out", "err"))
-            cmd = [os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)]
-            started.append((cmd, out, err, subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
-                                                            env=self.env(), cwd=str(self.tmp_path))))
-        results = []
-        for cmd, out, err, proc in started:
-            wait_or_kill(proc, timeout)
-            for f in (out, err):
-                f.seek(0)
-            results.append(subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read()))
-            out.close()
-            err.close()
-        return results
+            started.append(self._start([os.path.join(VENV_BIN, "spark-submit")] + args + [str(script)],
+                                       "job-%d" % n, pathlib.Path(self.tmp_path)))
+        return [s.finish(timeout) for s in started]
 
 
 #: runs support/stateful_operators.py's driver (the operators' queries) with a spec file

@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import Subprocess, assert_ok, wait_or_kill
+from conftest import Subprocess, assert_ok
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,35 +42,26 @@ _DRIVER = """
 
 
 def start_frozen_driver(tmp_path, storage: str, attempt: int):
-    """Starts tests/frozen_driver.py for ``storage`` (its ``attempt``): (work folder, process)."""
-    import subprocess
-    import textwrap
+    """Starts tests/frozen_driver.py for ``storage`` (its ``attempt``): (work folder, Started)."""
     work = tmp_path / storage / ("work-%d" % attempt)
     work.mkdir(parents=True)
     spec = {"work": str(work), "storage": storage, "timeout_s": TIMEOUT_S, "freeze_s": FREEZE_S,
             "mid_run_freezes": 2, "steps": ["first_freeze", "freezes", "new_executor"]}
     (work / "spec.json").write_text(json.dumps(spec))
-    (work / "driver.py").write_text(textwrap.dedent(_DRIVER % (TESTS, str(work / "spec.json"))))
-    with open(work / "stdout.txt", "w") as out, open(work / "stderr.txt", "w") as err:
-        proc = subprocess.Popen([sys.executable, str(work / "driver.py")], stdout=out, stderr=err,
-                                env=Subprocess(tmp_path).env(), cwd=str(work))
-    return work, proc
+    return work, Subprocess(tmp_path).start_python(_DRIVER % (TESTS, str(work / "spec.json")), "driver", work)
 
 
 @pytest.fixture(scope="module")
 def frozen_runs(tmp_path_factory) -> dict:
     """Each storage's run (storage -> what its driver saw), both drivers side by side: each
     freezes its own JVM, and a freeze is mostly waiting."""
-    import subprocess
     tmp_path = tmp_path_factory.mktemp("frozen")
     running = {storage: (1,) + start_frozen_driver(tmp_path, storage, 1) for storage in STORAGES}
     results = {}
     try:
         while running:
-            for storage, (attempt, work, proc) in list(running.items()):
-                wait_or_kill(proc, 900)
-                result = subprocess.CompletedProcess(proc.args, proc.returncode, (work / "stdout.txt").read_text(),
-                                                     (work / "stderr.txt").read_text())
+            for storage, (attempt, work, started) in list(running.items()):
+                result = started.finish(900)
                 del running[storage]
                 # A driver that failed before its first batch is started again, up to twice: on a
                 # busy machine local-cluster's own start can outlast the low ask timeout this test
@@ -80,8 +71,8 @@ def frozen_runs(tmp_path_factory) -> dict:
                 else:
                     results[storage] = (work, result)
     finally:
-        for _, _, proc in running.values():
-            proc.kill()
+        for _, _, started in running.values():
+            started.proc.kill()
     return results
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import Subprocess, assert_ok, wait_or_kill
+from conftest import Subprocess, assert_ok
 
 #: batches each checkpoint commits before its scenario's fault is armed (packs 1-2)
 BATCHES_BEFORE = 2
@@ -35,36 +35,21 @@ STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + OWN_FILE_SCENARIOS, "driver"
 
 def start_phase(tmp_path, storage, phase, scenarios, **extra):
     """Starts support/fault_queries.py's application for ``phase`` (see its doc)."""
-    import subprocess
-    import sys
-    import textwrap
     spec = {"base": str(tmp_path / "runs"), "faults": str(tmp_path / "faults"), "storage": storage,
             "phase": phase, "scenarios": scenarios}
     spec.update(extra)
     spec_path = tmp_path / ("spec-%s.json" % phase)
     spec_path.write_text(json.dumps(spec))
     tests = os.path.dirname(os.path.abspath(__file__))
-    script = tmp_path / ("script-%s.py" % phase)
-    script.write_text(textwrap.dedent(
+    return Subprocess(tmp_path).start_python(
         "import sys; sys.path.insert(0, %r)\nfrom support import fault_queries\nfault_queries.main(%r)\n"
-        % (tests, str(spec_path))))
-    with open(tmp_path / ("stdout-%s.txt" % phase), "w") as out, \
-            open(tmp_path / ("stderr-%s.txt" % phase), "w") as err:
-        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err,
-                                env=Subprocess(tmp_path).env(), cwd=str(tmp_path))
-    return tmp_path, phase, proc
+        % (tests, str(spec_path)), "phase-" + phase)
 
 
 def finish_phase(started, timeout: float = 1800):
     """Waits for an application of ``start_phase``; its JSON lines (fails showing its output
     if it failed)."""
-    import subprocess
-    tmp_path, phase, proc = started
-    wait_or_kill(proc, timeout)
-    out = (tmp_path / ("stdout-%s.txt" % phase)).read_text()
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out,
-                                         (tmp_path / ("stderr-%s.txt" % phase)).read_text())
-    assert_ok(result)
+    out = assert_ok(started.finish(timeout))
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -74,48 +59,38 @@ def run_phase(tmp_path, storage, phase, scenarios, **extra):
 
 @pytest.fixture(scope="module")
 def fault_runs(request, tmp_path_factory):
-    """The runs of each storage's scenarios (the selected storages'): storage -> (its folder,
-    its lines). Each storage has a fault plan of its own, its faults in one application and
-    every checkpoint resumed in a new one; every storage's applications run side by side."""
+    """The runs of both storages' scenarios (the selected ones'): every storage's faults in
+    one application, and every checkpoint resumed in a new one; (folder, lines)."""
     selected = sorted({item.callspec.params["storage"] for item in request.session.items
                        if item.originalname == "test_a_failed_or_unanswered_write_never_loses_state"
                        and hasattr(item, "callspec")}) or sorted(STORAGE_SCENARIOS)
-    base = tmp_path_factory.mktemp("faults")
-    started = {}
+    tmp_path = tmp_path_factory.mktemp("faults")
+    storages = {storage: {"base": str(tmp_path / "runs" / storage),
+                          "scenarios": STORAGE_SCENARIOS[storage]} for storage in selected}
+    # The new application starts beside the faults' one and resumes each scenario's
+    # checkpoints once that one is done with them.
+    ended = tmp_path / "faults-phase-ended"
+    faulting = start_phase(tmp_path, selected[0], "faults", [], storages=storages,
+                           batches_before=BATCHES_BEFORE)
+    resuming = None
     try:
-        for storage in selected:
-            folder = base / storage
-            folder.mkdir()
-            storages = {storage: {"base": str(folder / "runs" / storage),
-                                  "scenarios": STORAGE_SCENARIOS[storage]}}
-            # The new application starts beside the faults' one and resumes each scenario's
-            # checkpoints once that one is done with them.
-            ended = folder / "faults-phase-ended"
-            faulting = start_phase(folder, storage, "faults", [], storages=storages,
-                                   batches_before=BATCHES_BEFORE)
-            started[storage] = [folder, ended, faulting, None]
-            started[storage][3] = start_phase(folder, storage, "resume", [], storages=storages,
-                                              after=str(ended))
-        runs = {}
-        for storage, (folder, ended, faulting, resuming) in started.items():
-            try:
-                lines = finish_phase(faulting)
-            finally:
-                ended.write_text("")
-            runs[storage] = (folder, lines + finish_phase(resuming))
-        return runs
+        resuming = start_phase(tmp_path, selected[0], "resume", [], storages=storages,
+                               after=str(ended))
+        runs = finish_phase(faulting)
     except BaseException:
-        for folder, ended, faulting, resuming in started.values():
-            ended.write_text("")
-            for phase in (faulting, resuming):
-                if phase is not None and phase[2].poll() is None:
-                    phase[2].kill()
+        for started in (faulting, resuming):
+            if started is not None and started.proc.poll() is None:
+                started.proc.kill()
         raise
+    finally:
+        ended.write_text("")
+    runs += finish_phase(resuming)
+    return tmp_path, runs
 
 
 @pytest.mark.parametrize("storage", ["filesystem", "driver"])
 def test_a_failed_or_unanswered_write_never_loses_state(fault_runs, storage):
-    tmp_path, runs = fault_runs[storage]
+    tmp_path, runs = fault_runs
     scenarios = STORAGE_SCENARIOS[storage]
     runs = [r for r in runs if r["storage"] == storage]
     by_step = {(r["scenario"], r["checkpoint"], r["step"]): r for r in runs}
