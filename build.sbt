@@ -32,8 +32,10 @@ ThisBuild / version := projectVersion
 // RocksDB's files went; the suite tags every other test OutsideCiSubset). The other tests
 // make the same file manager calls again (more restarts, more timer variants, Spark's own
 // validation errors), so CI keeps one of each kind; SCS_SPARK_SUITES=all or `testOnly` runs
-// them all.
+// them all. SCS_SPARK_SUITES=ci (dev/test's CI tier) runs the column's suites on the oldest
+// and newest lines only: the middle lines' run in `dev/test --full`.
 val sparkSuitesAll = sys.env.get("SCS_SPARK_SUITES").contains("all")
+val sparkSuitesEndsOnly = sys.env.get("SCS_SPARK_SUITES").contains("ci")
 val transformWithStateSuites = Seq("TransformWithStateOnFileSystemStorageSuite",
   "TransformWithStateOnDriverStorageSuite")
 val sparkOperatorSuites = (Seq("HeapStreamingAggregationSuite", "HeapStreamingDeduplicationSuite",
@@ -45,6 +47,7 @@ val sparkOperatorSuites = (Seq("HeapStreamingAggregationSuite", "HeapStreamingDe
 // Spark's StateStoreSuite cover.
 def sparkSuitesInCi(line: SparkLine, scalaBinary: String): Seq[String] =
   if (scalaBinary != line.defaultScala) Nil
+  else if (sparkSuitesEndsOnly && line != SparkLines.all.head && line != SparkLines.all.last) Nil
   else line.sparkSuitesInCi.flatMap {
     case "TransformWithState" => transformWithStateSuites
     case s => Seq(s"Heap${s}Suite")

@@ -136,8 +136,7 @@ def run_variant(spark, F, broker, s3, work: str, name: str, query: str, args) ->
     q_kind = "project" if name == "no-state" else query
     folder = s3.path("%s-%s" % (name, query)) if s3 else os.path.join(work, "%s-%s" % (name, query))
     topic_in, topic_out = "%s-%s-in" % (name, query), "%s-%s-out" % (name, query)
-    broker.create_topic(topic_in, INPUT_PARTITIONS)
-    broker.create_topic(topic_out, INPUT_PARTITIONS)
+    broker.create_topics({topic_in: INPUT_PARTITIONS, topic_out: INPUT_PARTITIONS})
     for key, value in variant["conf"].items():
         spark.conf.set(key, value.format(checkpoint=os.path.join(folder, "storage")))
     df, mode = build(spark, F, broker.bootstrap, topic_in, q_kind)

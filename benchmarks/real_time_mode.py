@@ -95,8 +95,7 @@ def main() -> None:
 def run_variant(spark, F, broker, work, name, args):
     folder = os.path.join(work, name)
     topics = {"in": name + "-in", "out": name + "-out"}
-    broker.create_topic(topics["in"], 2)
-    broker.create_topic(topics["out"], 2)
+    broker.create_topics({topics["in"]: 2, topics["out"]: 2})
     for key, value in VARIANTS[name]["conf"].items():
         spark.conf.set(key, value.format(checkpoint=os.path.join(folder, "storage")))
     progress("%s: starting the query" % name)

@@ -18,6 +18,12 @@ VENV_BIN = os.path.dirname(sys.executable)
 # `java` launcher reads JDK_JAVA_OPTIONS; it notes that on stderr). Benchmarks never run
 # with them.
 _TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# dev/class-archive's archive of this venv's Spark driver classes (dev/test writes it): a
+# driver on the venv's pyspark starts on half the CPU. A JVM it does not match starts as
+# without it; the cds logs are off so that no JVM says so on its stdout.
+_CLASS_ARCHIVE = os.path.join(sys.prefix, "spark-driver.jsa")
+if os.path.isfile(_CLASS_ARCHIVE):
+    _TEST_JVM_OPTIONS += " -XX:SharedArchiveFile=%s -Xlog:cds=off -Xlog:cds+dynamic=off" % _CLASS_ARCHIVE
 if _TEST_JVM_OPTIONS not in os.environ.get("JDK_JAVA_OPTIONS", ""):
     os.environ["JDK_JAVA_OPTIONS"] = (os.environ.get("JDK_JAVA_OPTIONS", "") + " " + _TEST_JVM_OPTIONS).strip()
 

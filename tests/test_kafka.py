@@ -133,7 +133,9 @@ class Scenario:
     def interrupt(self, kill, spare):
         # More input arrives; `kill` runs once every query has planned a batch of it and one
         # at least has not committed its batch. A wave more arrives whenever all are between
-        # batches. The batches open then are written to interrupted.json.
+        # batches. Returns the waves left and, per query, the first batch the kill may reach:
+        # the one open at the check, else the next one (between the check and the kill a
+        # batch may commit and the next one start).
         spare = list(spare)
         planned = {c: max(batches(c, "offsets")) for _, c in self.queries}
         self.produce(spare.pop(0))
@@ -148,16 +150,10 @@ class Scenario:
                 planned = {c: max(batches(c, "offsets")) for _, c in self.queries}
                 self.produce(spare.pop(0))
             time.sleep(0.05)
-        interrupted = {}
-        for _, c in self.queries:
-            for batch in open_batches[c]:
-                interrupted[os.path.relpath(os.path.dirname(c), self.root)] = {
-                    "batch": batch, "start": source_offsets(c, batch - 1),
-                    "end": source_offsets(c, batch)}
-        with open(os.path.join(self.root, "interrupted.json"), "w") as f:
-            json.dump(interrupted, f)
+        first = {c: min(open_batches[c]) if open_batches[c] else max(batches(c, "offsets")) + 1
+                 for _, c in self.queries}
         kill()
-        return spare
+        return spare, first
 
     def kill_an_executor(self):
         # An executor JVM dies inside the open batches; Spark runs their tasks again on the
@@ -170,7 +166,18 @@ class Scenario:
             os.kill(pids[executor], signal.SIGKILL)
             killed.update(executor=executor, pid=pids[executor], before=sorted(pids))
 
-        rest = self.interrupt(kill_executor, self.spec["kill_executor"])
+        rest, first = self.interrupt(kill_executor, self.spec["kill_executor"])
+        # The kill may reach each query's batches from `first` to the one running when the
+        # driver learns the executor is lost: a task sent to it until then fails too, and
+        # runs again. Those spans go to interrupted.json.
+        deadline = time.time() + 120
+        while spark.sparkContext._jsc.sc().getExecutorIds().contains(killed["executor"]):
+            assert time.time() < deadline, "the driver never learnt executor %%s was lost" %% killed["executor"]
+            time.sleep(0.05)
+        spans = {os.path.relpath(os.path.dirname(c), self.root): [first[c], max(batches(c, "offsets"))]
+                 for _, c in self.queries if max(batches(c, "offsets")) >= first[c]}
+        with open(os.path.join(self.root, "interrupted.json"), "w") as f:
+            json.dump(spans, f)
         self.process()
         for wave in rest:
             self.produce(wave)
@@ -229,9 +236,10 @@ for s in scenarios:
         print("SCENARIO DONE %%s" %% s.name, flush=True)
 for s in scenarios:
     if s.spec.get("kill"):
-        # The driver dies, JVM first; the next driver resumes by replaying the open batches.
-        s.interrupt(lambda: os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(),
-                                    signal.SIGKILL), s.spec["kill"])
+        # The driver dies, JVM first; the next driver resumes by replaying the open batches
+        # (the test reads them off the checkpoints once this process ended).
+        jvm = executors.driver_pid(spark)
+        s.interrupt(lambda: os.kill(jvm, signal.SIGKILL), s.spec["kill"])
         os._exit(0)
 print("PHASE DONE")
 spark.stop()
@@ -253,6 +261,36 @@ def waves(first: int, count: int) -> List[Dict]:
 def run_driver(folder, spec: Dict):
     """Runs one driver process with ``spec``; its output stays in ``folder``."""
     return run_kafka_driver(DRIVER, folder, spec)
+
+
+def open_batches(root: str) -> Dict[str, List[int]]:
+    """Query folder (relative to ``root``) -> [batch, batch] of the batch its checkpoint
+    planned and did not commit (Spark plans a batch only once the one before committed), for
+    each query of ``root`` with one: the batches a killed driver interrupted."""
+    spans = {}
+    for kind in ("aggregation", "deduplication"):
+        for variant in os.listdir(os.path.join(root, kind)):
+            checkpoint = os.path.join(root, kind, variant, "checkpoint")
+            entries = {folder: {int(n) for n in os.listdir(os.path.join(checkpoint, folder)) if n.isdigit()}
+                       for folder in ("offsets", "commits")}
+            uncommitted = entries["offsets"] - entries["commits"]
+            assert len(uncommitted) <= 1, (checkpoint, entries)
+            for batch in uncommitted:
+                spans["%s/%s" % (kind, variant)] = [batch, batch]
+    return spans
+
+
+def interrupted_batches(root: str, spans: Dict[str, List[int]]) -> Dict[str, Dict]:
+    """Query folder -> what the batches of its span [first, last] read, from the offset log:
+    {"first", "last", "start": the source offsets the first one started at, "ends": where
+    each one ended, "end": where the last one ended}."""
+    def offsets(folder: str, batch: int) -> Dict:
+        with open(os.path.join(root, folder, "checkpoint", "offsets", str(batch))) as f:
+            return json.loads(f.read().splitlines()[2])
+    return {folder: {"first": first, "last": last, "start": offsets(folder, first - 1),
+                     "ends": [offsets(folder, b) for b in range(first, last + 1)],
+                     "end": offsets(folder, last)}
+            for folder, (first, last) in spans.items()}
 
 
 def read_back(root: str) -> Dict:
@@ -296,8 +334,8 @@ def topics_for(broker, prefix: str) -> Dict[str, str]:
     topics = {"events": prefix + "-events", "ids": prefix + "-ids",
               "aggregation-out": prefix + "-aggregation-out",
               "deduplication-out": prefix + "-deduplication-out"}
-    for name, partitions in (("events", 3), ("ids", 2), ("aggregation-out", 2), ("deduplication-out", 2)):
-        broker.create_topic(topics[name], partitions)
+    broker.create_topics({topics["events"]: 3, topics["ids"]: 2, topics["aggregation-out"]: 2,
+                          topics["deduplication-out"]: 2})
     return topics
 
 
@@ -327,6 +365,8 @@ def restarts(kafka_broker, connector_jars, tmp_path_factory):
         scenario("killed", waves=waves(0, 2), kill=waves(2, 4))]))
     assert first.returncode == 0 and "PHASE DONE" not in first.stdout, first.stderr[-5000:]
     assert "SCENARIO DONE clean" in first.stdout, first.stderr[-5000:]
+    with open(os.path.join(roots["killed"], "interrupted.json"), "w") as f:
+        json.dump(open_batches(roots["killed"]), f)
     folder = tmp_path_factory.mktemp("kafka-restarts-phase2")
     assert "PHASE DONE" in assert_ok(run_driver(folder, dict(base, scenarios=[
         scenario("clean", waves=waves(2, 2), read_back=True),
@@ -376,7 +416,7 @@ def killed_restart(restarts):
     """What the killed scenario's second driver read back (see ``restarts``), and the batches
     the kill interrupted."""
     with open(os.path.join(restarts["killed"], "interrupted.json")) as f:
-        interrupted = json.load(f)
+        interrupted = interrupted_batches(restarts["killed"], json.load(f))
     return read_back(restarts["killed"]), interrupted
 
 
@@ -396,7 +436,7 @@ def executor_killed(kafka_broker, connector_jars, tmp_path_factory):
     folder = tmp_path_factory.mktemp("kafka-executor-killed-driver")
     assert "PHASE DONE" in assert_ok(run_driver(folder, spec))
     with open(os.path.join(root, "interrupted.json")) as f:
-        interrupted = json.load(f)
+        interrupted = interrupted_batches(root, json.load(f))
     with open(os.path.join(root, "executor-killed.json")) as f:
         killed = json.load(f)
     return read_back(root), interrupted, killed
@@ -404,7 +444,7 @@ def executor_killed(kafka_broker, connector_jars, tmp_path_factory):
 
 def in_batch(record: List, batch: Dict) -> bool:
     """Whether an input record ([partition, offset, key, value]) is one an interrupted batch
-    read: its offset in [start, end) of its partition."""
+    (of a span, see ``interrupted_batches``) read: its offset in [start, end) of its partition."""
     partition, offset = str(record[0]), record[1]
     (start,), (end,) = batch["start"].values(), batch["end"].values()
     return start.get(partition, 0) <= offset < end.get(partition, 0)
@@ -419,7 +459,7 @@ def test_a_killed_driver_loses_nothing_and_repeats_only_the_interrupted_batch(ki
     one count that batch emitted, each at most twice."""
     data, interrupted = killed_restart
     # One query at least was between a batch's plan and its commit when the driver died.
-    assert interrupted and all(i["batch"] >= 1 for i in interrupted.values()), interrupted
+    assert interrupted and all(i["first"] >= 1 for i in interrupted.values()), interrupted
     check_at_least_once(data, interrupted)
 
 
@@ -430,7 +470,7 @@ def test_a_killed_executor_loses_nothing_and_repeats_only_the_interrupted_batch(
     every backend and storage; nothing is lost, the state is right, and only records of the
     batches open at the kill repeat."""
     data, interrupted, killed = executor_killed
-    assert interrupted and all(i["batch"] >= 1 for i in interrupted.values()), interrupted
+    assert interrupted and all(i["first"] >= 1 for i in interrupted.values()), interrupted
     assert killed["executor"] in killed["before"] and len(killed["before"]) == 2, killed
     assert not os.path.exists("/proc/%d" % killed["pid"])
     # The queries finished on the executors alive at the end, the killed one not among them.
@@ -448,20 +488,23 @@ def check_at_least_once(data: Dict, interrupted: Dict) -> None:
     for variant, per_key in outputs.items():
         assert sorted(per_key) == sorted(data["aggregation"]), variant
         batch = interrupted.get("aggregation/" + variant)
-        replayed: Dict[str, int] = {}
+        # Per key, the counts the interrupted batches emitted: the count the key reached at
+        # the end of each batch that read an event of it (a key's events are in one
+        # partition, in order).
+        replayed: Dict[str, set] = defaultdict(set)
         if batch is not None:
-            # The count each key reached in the interrupted batch: its events up to the
-            # batch's end offsets (a key's events are in one partition, in order).
-            reached: Dict[str, int] = defaultdict(int)
-            touched = set()
-            for record in data["records"]["events"]:
-                partition, offset, key = str(record[0]), record[1], record[2]
-                (end,) = batch["end"].values()
-                if offset < end.get(partition, 0):
-                    reached[key] += 1
-                if in_batch(record, batch):
-                    touched.add(key)
-            replayed = {key: reached[key] for key in touched}
+            for start, end in zip([batch["start"]] + batch["ends"][:-1], batch["ends"]):
+                (start,), (end,) = start.values(), end.values()
+                reached: Dict[str, int] = defaultdict(int)
+                touched = set()
+                for record in data["records"]["events"]:
+                    partition, offset, key = str(record[0]), record[1], record[2]
+                    if offset < end.get(partition, 0):
+                        reached[key] += 1
+                        if offset >= start.get(partition, 0):
+                            touched.add(key)
+                for key in touched:
+                    replayed[key].add(reached[key])
         for key, records in per_key.items():
             counts = [n for n, _ in records]
             assert counts == sorted(counts), (variant, key, records)
@@ -469,7 +512,7 @@ def check_at_least_once(data: Dict, interrupted: Dict) -> None:
             assert list(records[-1]) == data["aggregation"][key], (variant, key, records)
             for n in set(counts):
                 times = counts.count(n)
-                assert times == 1 or (times == 2 and replayed.get(key) == n), \
+                assert times == 1 or (times == 2 and n in replayed[key]), \
                     (variant, key, n, records, batch)
 
     inputs = data["records"]["ids"]

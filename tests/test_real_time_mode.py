@@ -163,8 +163,7 @@ def restarted(kafka_broker, connector_jars, tmp_path_factory):
     topics back. Returns the checkpoints' folder and what the second driver read."""
     root = str(tmp_path_factory.mktemp("rtm"))
     topics = {"events": "rtm-events", "out": "rtm-out"}
-    kafka_broker.create_topic(topics["events"], 1)
-    kafka_broker.create_topic(topics["out"], 2)
+    kafka_broker.create_topics({topics["events"]: 1, topics["out"]: 2})
     waves = [wave(0), wave(1)]
     for phase in (1, 2):
         spec = {"root": root, "bootstrap": kafka_broker.bootstrap, "topics": topics,

@@ -293,6 +293,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** Forgets everything of `root` held in heap, packed or not: its checkpoint is being deleted. */
   def discard(root: String): Unit = lifecycle.synchronized {
     forgetQuery(root)
+    atQueryStop.remove(root)
     val s = roots.remove(root)
     if (s != null) s.loaded.foreach(state => held.release(state.release()))
   }
@@ -335,6 +336,10 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   def commitLogListed(root: String, listing: Array[FileStatus]): Unit =
     monitor.foreach(_.commitLogListed(root, listing))
 
+  /** `offsets/<batchId>` of `root` was written at `atMs` (the driver's clock). */
+  def offsetsWritten(root: String, batchId: Long, atMs: Long): Unit =
+    monitor.foreach(_.offsetsWritten(root, batchId, atMs))
+
   /** `commits/<batchId>` of `root` is written, with the `state` [[beforeCommit]] returned. */
   def batchCommitted(root: String, batchId: Long, state: CommittedState): Unit =
     monitor.foreach(_.batchCommitting(root, batchId, state))
@@ -357,6 +362,16 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** Waits for the background deletion of obsolete packs scheduled so far (tests, shutdown). */
   def awaitPackCleanup(timeoutMs: Long): Boolean = cleaner.awaitIdle(timeoutMs)
 
+  /**
+   * Runs `action` once the query of `root` stops in this driver (after [[queryTerminated]]
+   * released it): what a file manager of the query's logs left to do (Spark's purged entries
+   * it deletes in groups). Forgotten, not run, when the checkpoint is discarded.
+   */
+  def whenQueryStops(root: String)(action: () => Unit): Unit =
+    atQueryStop.computeIfAbsent(root, _ => new java.util.concurrent.CopyOnWriteArrayList[() => Unit]()).add(action)
+
+  private val atQueryStop = new ConcurrentHashMap[String, java.util.List[() => Unit]]()
+
   /** A query stopped or failed: frees its driver memory. Returns the checkpoint roots of the query. */
   def queryTerminated(queryId: String): Seq[String] = {
     val candidates = (committedRoots.keySet.asScala ++ roots.keySet.asScala).toSeq
@@ -370,6 +385,10 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
       id == queryId
     }
     mine.foreach(release)
+    // Outside the lifecycle's lock: an action may make a request to the file system.
+    mine.flatMap(root => Option(atQueryStop.remove(root)).toSeq.flatMap(_.asScala)).foreach { action =>
+      try action() catch { case NonFatal(e) => log.warn(s"An action at the stop of query $queryId failed: $e") }
+    }
     mine
   }
 

@@ -3,6 +3,8 @@ package io.sparkcheckpointstorage.fileio
 import java.io.{FileNotFoundException, IOException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}
 
+// FileSystem.createFile's builder has a recursive, existential type.
+import scala.language.existentials
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration

@@ -10,6 +10,7 @@ import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, Path, PathFilter, Po
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.checkpointstorage.shim.FileDeleteShim
 
 import io.sparkcheckpointstorage.coordinator._
 import io.sparkcheckpointstorage.fileio.FileSystemOperations
@@ -58,6 +59,26 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
    * file's delete needs no request to the file system (on S3 a HEAD and a LIST for nothing).
    */
   @volatile private var inlineOnly: (Path, Set[String]) = (null, Set.empty)
+  /**
+   * The entries of the log this file manager serves that Spark purged, deleted in groups where
+   * the file system deletes many files in one request (S3A); None: each is deleted at once.
+   */
+  private lazy val purgedEntries: Option[PurgedLogEntries] = {
+    val dir = qualified(path)
+    CheckpointPaths.logDirRoot(dir).filterNot(_ => FileSystemOperations.isLocal(path)).flatMap { root =>
+      val pageSize = FileDeleteShim.filesPerDeleteRequest(fs, dir)
+      if (pageSize < PurgedLogEntries.GroupSize) None else {
+        val entries = new PurgedLogEntries(fs, dir, pageSize)
+        // A stopped query leaves none of its purged entries behind.
+        DriverRuntime.coordinator.foreach(_.whenQueryStops(root)(() => entries.deleteNow()))
+        Some(entries)
+      }
+    }
+  }
+
+  /** Whether Spark purged `p`, an entry of this file manager's log, and its delete is pending. */
+  private def purgedPending(p: Path): Boolean =
+    ownLogEntry(p).isDefined && purgedEntries.exists(_.contains(p.getName))
   private lazy val asyncStateWrites =
     Option(hadoopConf.get(CheckpointStorageOptions.AsyncStateWrites)).exists(CheckpointStorageSettings.AsyncStateWritesSetting.parse)
 
@@ -71,6 +92,8 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   override def createAtomic(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream = {
     // Written again: a file of its own, maybe, from now on.
     takeInlineOnly(qualified(p))
+    // A purged entry written again (a repair, a rewind): the old one goes first.
+    if (purgedPending(p)) purgedEntries.foreach(_.deleteNow())
     createFile(p, overwriteIfPossible)
   }
 
@@ -103,7 +126,14 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
       case _ =>
         CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
         ownLogEntry(p) match {
-          case Some(entry) => new OnWrittenStream(createLogFile(p, overwriteIfPossible), _ => logEntryWritten(entry))
+          case Some(entry) => new OnWrittenStream(createLogFile(p, overwriteIfPossible), _ => {
+            logEntryWritten(entry)
+            // The tab's batch times are the driver's, taken as each entry is written: a HEAD of
+            // the entry a batch (on S3, whose times have 1 s resolution, less exact) otherwise.
+            CheckpointPaths.offset(qualified(p)).foreach { case (root, batch) =>
+              DriverRuntime.coordinator.foreach(_.offsetsWritten(root, batch, System.currentTimeMillis()))
+            }
+          })
           case None => createLogFile(p, overwriteIfPossible)
         }
     }
@@ -150,6 +180,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   }
 
   override def open(p: Path): FSDataInputStream = {
+    if (purgedPending(p)) throw new FileNotFoundException(s"$p was purged")
     val inline = CheckpointPaths.splitState(qualified(p)).flatMap { case (root, rel) =>
       CoordinatorClient.read(root, rel, hadoopConf)
     }
@@ -168,7 +199,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     }
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
-    val real = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+    val real = {
+      val listed = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      if (qualified(dir) != qualified(path)) listed
+      else listed.filterNot(s => purgedPending(new Path(dir, s.getPath.getName)))
+    }
     // Spark lists a log with its filter of batch files: every entry is in the listing.
     if (qualified(dir) == qualified(path) && CheckpointPaths.logDirRoot(qualified(dir)).isDefined &&
         filter.accept(new Path(dir, "0"))) logEntriesListed(real)
@@ -257,7 +292,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         // Listed once, on the first question (a new query's commit log, which Spark does not list).
         logEntriesListed(try fs.listStatus(qualified(path)) catch { case _: FileNotFoundException => Array.empty[FileStatus] })
       }
-      entry <= newestLogEntry.getOrElse(Long.MaxValue) && fs.exists(p)
+      entry <= newestLogEntry.getOrElse(Long.MaxValue) && !purgedPending(p) && fs.exists(p)
     case None => existsAnywhere(p)
   }
 
@@ -275,9 +310,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   override def delete(p: Path): Unit = {
     val q = qualified(p)
+    // Spark purges an entry of each log a batch: deleted with others (one request for ten).
+    val grouped = if (ownLogEntry(p).isDefined) purgedEntries else None
+    grouped.foreach(_.purged(q))
     CheckpointPaths.splitState(q).foreach { case (root, rel) => CoordinatorClient.ask(DeleteInline(root, rel)) }
     // A file inline only has nothing on the file system to delete.
-    if (!takeInlineOnly(q)) {
+    if (grouped.isEmpty && !takeInlineOnly(q)) {
       if (FileSystemOperations.isLocal(p)) {
         val local = FileSystemOperations.localPath(p)
         if (Files.isDirectory(local)) fs.delete(p, true) else Files.deleteIfExists(local)

@@ -42,6 +42,7 @@ object CheckpointPaths {
   private val QueryIdField = """"id"\s*:\s*"([^"]+)"""".r
   private val StateFile = """^(.+)/state/(\d+)/(\d+)(/.*)?$""".r
   private val CommitFile = """^(.+)/commits/(\d+)$""".r
+  private val OffsetFile = """^(.+)/offsets/(\d+)$""".r
   private val StateDir = """^(.+)/(state(?:/\d+(?:/\d+(?:/[^/]+)?)?)?)$""".r
   private val LogDir = """^(.+)/(commits|offsets)/?$""".r
   private val StoreFileRel = """^state/(\d+)/(\d+)/(?:([^/]+)/)?([^/]+)$""".r
@@ -68,6 +69,12 @@ object CheckpointPaths {
   /** (checkpoint root, batch id) of a commit log entry. */
   def commit(path: Path): Option[(String, Long)] = path.toString match {
     case CommitFile(root, batch) => Some((root, batch.toLong))
+    case _ => None
+  }
+
+  /** (checkpoint root, batch id) of an offset log entry. */
+  def offset(path: Path): Option[(String, Long)] = path.toString match {
+    case OffsetFile(root, batch) => Some((root, batch.toLong))
     case _ => None
   }
 

@@ -62,6 +62,8 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
   private val starting = new ConcurrentHashMap[String, Starting]()
   /** Started roots whose query id was not yet on disk: posted with their first batch. */
   private val deferred = new ConcurrentHashMap[String, (Starting, Option[(Long, Long)])]()
+  /** Checkpoint root -> (batch, when this driver wrote its offset log entry). */
+  private val offsetsWrittenAt = new ConcurrentHashMap[String, (Long, Long)]()
   /** Checkpoint root -> query id (its metadata), read once per root by the monitor's thread. */
   private val queryIds = new ConcurrentHashMap[String, String]()
 
@@ -124,15 +126,21 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
       last.map(_._1).getOrElse(-1L), last.map(_._2).getOrElse(-1L), s.atMs, s.settings))
   }
 
+  /** This driver wrote `root`'s offset log entry of `batchId` at `atMs`. */
+  def offsetsWritten(root: String, batchId: Long, atMs: Long): Unit = offsetsWrittenAt.put(root, (batchId, atMs))
+
   /**
    * Batch `batchId` of `root` is committing with `state`, as the coordinator knows it: its
    * files are never looked for in the checkpoint (a walk of `state/` is two LISTs and a HEAD
-   * per state partition on an object store).
+   * per state partition on an object store). Its times are the driver's: `commits/<batchId>`
+   * was just written, and `offsets/<batchId>` when [[offsetsWritten]] said so; only an offset
+   * entry an earlier run wrote (a batch run again after a restart) is asked of the file system.
    */
   def batchCommitting(root: String, batchId: Long, state: CommittedState): Unit = {
     val packed = state.packed
     firstBatch(root, batchId)
     val atMs = System.currentTimeMillis()
+    val offsetsWritten = Option(offsetsWrittenAt.get(root)).collect { case (`batchId`, at) => at }
     val held = heldInlineBytes()
     submit {
       val queryId = queryIdOf(root)
@@ -145,14 +153,16 @@ final class CheckpointMonitor(post: SparkListenerEvent => Unit, hadoopConf: Conf
         val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i + len, f) } }
       own.foreach { case (rel, len) => operatorOf(rel).foreach { op =>
         val (n, i, f) = ops.getOrElse(op, (0, 0L, 0L)); ops(op) = (n + 1, i, f + len) } }
-      val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
-      def modified(rel: String): Option[Long] =
-        try Some(fs.getFileStatus(new Path(root, rel)).getModificationTime) catch { case _: FileNotFoundException => None }
-      val committedAt = modified(CheckpointPaths.commitEntry(batchId)).getOrElse(atMs)
-      val offsetsAt = modified(CheckpointPaths.offsetEntry(batchId))
+      // An earlier run's entry has the file system's time (on S3 to the second): never negative.
+      val committedAt = atMs
+      val offsetsAt = offsetsWritten.orElse {
+        val fs = FileSystemOperations.raw(new Path(root).getFileSystem(hadoopConf))
+        try Some(fs.getFileStatus(new Path(root, CheckpointPaths.offsetEntry(batchId))).getModificationTime)
+        catch { case _: FileNotFoundException => None }
+      }
       val packName = packed.map(_.packName).getOrElse("")
       post(CheckpointBatchCommitted(queryId, root, CheckpointBatchRow(batchId, committedAt,
-        offsetsAt.map(committedAt - _).getOrElse(-1L), inline.size + own.size, inline.map(_._2).sum, own.map(_._2).sum,
+        offsetsAt.map(at => math.max(0L, committedAt - at)).getOrElse(-1L), inline.size + own.size, inline.map(_._2).sum, own.map(_._2).sum,
         packed.map(_.packBytes).getOrElse(0L), packName,
         ops.toSeq.map { case (op, (n, i, f)) => OperatorCommit(op, n, i, f) }), held, maxTotalInlineSize))
     }

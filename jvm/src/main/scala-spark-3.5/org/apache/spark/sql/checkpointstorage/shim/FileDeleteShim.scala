@@ -7,4 +7,13 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 object FileDeleteShim {
   /** Hadoop 3.3 offers no delete without probe: false, the caller uses `FileSystem.delete`. */
   def deleteFileWithoutProbe(fs: FileSystem, file: Path): Boolean = false
+
+  /** One file a request: Hadoop 3.3 has no bulk delete. */
+  def filesPerDeleteRequest(fs: FileSystem, dir: Path): Int = 1
+
+  /** Each of `files` with `FileSystem.delete` (never called: a request deletes one file here). */
+  def deleteFiles(fs: FileSystem, dir: Path, files: Seq[Path]): Seq[(Path, String)] =
+    files.flatMap { f =>
+      try { fs.delete(f, false); None } catch { case e: java.io.IOException => Some(f -> e.toString) }
+    }
 }

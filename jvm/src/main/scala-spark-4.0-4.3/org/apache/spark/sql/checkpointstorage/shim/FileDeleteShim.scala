@@ -2,7 +2,8 @@
 package org.apache.spark.sql.checkpointstorage.shim
 
 import java.io.IOException
-import java.util.Collections
+
+import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.{CommonPathCapabilities, FileSystem, Path}
 
@@ -16,11 +17,30 @@ object FileDeleteShim {
    */
   def deleteFileWithoutProbe(fs: FileSystem, file: Path): Boolean = {
     if (!fs.hasPathCapability(file, CommonPathCapabilities.BULK_DELETE)) return false
-    val bulk = fs.createBulkDelete(file.getParent)
-    try {
-      val failures = bulk.bulkDelete(Collections.singletonList(file))
-      if (!failures.isEmpty) throw new IOException(s"Could not delete $file: ${failures.get(0).getValue}")
-    } finally bulk.close()
+    deleteFiles(fs, file.getParent, Seq(file)).headOption.foreach { case (_, why) =>
+      throw new IOException(s"Could not delete $file: $why")
+    }
     true
+  }
+
+  /**
+   * How many files under `dir` one request of the file system's bulk delete removes: S3A's
+   * page (`fs.s3a.bulk.delete.page.size`, one DeleteObjects request); 1 where it has none.
+   */
+  def filesPerDeleteRequest(fs: FileSystem, dir: Path): Int =
+    if (!fs.hasPathCapability(dir, CommonPathCapabilities.BULK_DELETE)) 1 else {
+      val bulk = fs.createBulkDelete(dir)
+      try bulk.pageSize() finally bulk.close()
+    }
+
+  /**
+   * Deletes `files` (files directly under `dir`, at most [[filesPerDeleteRequest]]) in one
+   * request of the bulk delete, with no probe; missing files are no error. Returns the files
+   * it could not delete, with why (a multi-object delete fails per object).
+   */
+  def deleteFiles(fs: FileSystem, dir: Path, files: Seq[Path]): Seq[(Path, String)] = {
+    val bulk = fs.createBulkDelete(dir)
+    try bulk.bulkDelete(files.asJava).asScala.toSeq.map(e => e.getKey -> e.getValue)
+    finally bulk.close()
   }
 }
