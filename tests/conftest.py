@@ -27,18 +27,26 @@ if os.path.isfile(_CLASS_ARCHIVE):
 if _TEST_JVM_OPTIONS not in os.environ.get("JDK_JAVA_OPTIONS", ""):
     os.environ["JDK_JAVA_OPTIONS"] = (os.environ.get("JDK_JAVA_OPTIONS", "") + " " + _TEST_JVM_OPTIONS).strip()
 
+# The Spark settings every test driver starts with (tests/spark-conf/spark-defaults.conf):
+# the launcher of each driver, in this process or a child, reads them from SPARK_CONF_DIR.
+os.environ["SPARK_CONF_DIR"] = os.path.join(ROOT, "tests", "spark-conf")
+
 # Python workers of in-process sessions must run this interpreter (it has pandas, pyarrow).
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
-    """Waits for ``proc``; kills it when it outlives ``timeout`` seconds (a hung driver)."""
+    """Waits for ``proc``; kills it when it outlives ``timeout`` seconds (a hung driver), or
+    when the wait itself ends otherwise (the test's own timeout, pytest-timeout's): a driver
+    left behind would take the CPU of the tests after it."""
     try:
         proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except BaseException:
         proc.kill()
         proc.wait()
+        if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
+            raise
 
 
 class Started(NamedTuple):

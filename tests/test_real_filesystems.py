@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from conftest import Subprocess, assert_ok
+from conftest import Subprocess, assert_ok, wait_or_kill
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
@@ -38,10 +38,11 @@ from test_stateful_operators import (  # noqa: E402
 #: storage's queries a variant beside the file system storage's, with their packs under
 #: their checkpoints): the first driver runs on local-cluster, where an executor JVM is
 #: killed after file 1, and the driver is killed in the batch of file 2 (between the state
-#: commit and commits/N); then a new driver (a restart) feeds file 3 and the flush.
+#: commit and commits/N); then a new driver (a restart) runs that batch again and feeds the
+#: flush.
 STEPS = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
               expect_exit=so.DRIVER_KILLED_EXIT),
-         dict(master=LOCAL, feed=[3, "flush"])]
+         dict(master=LOCAL, feed=["flush"])]
 DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": OPERATORS}
 STORAGES = ["filesystem", "driver"]
 
@@ -64,6 +65,7 @@ def operator_results(remote_fs, tmp_path_factory):
     return lambda storage: variant_results(scenario(), None if storage == "filesystem" else storage)
 
 
+@pytest.mark.timeout(1200)
 @pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("storage", STORAGES)
@@ -78,6 +80,7 @@ def test_operator_survives_kills_and_restart(remote_fs, operator_results, storag
     check(results, PROVIDER_NAMES[0], name)
 
 
+@pytest.mark.timeout(400)
 @pytest.mark.cluster
 @pytest.mark.skipif(tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) < (4, 0),
                     reason="transformWithState came with Spark 4.0")
@@ -128,11 +131,7 @@ def finish_checks(started, timeout: float = 1200) -> dict:
     """Waits for a driver of ``start_checks``; scheme -> its results (with, on S3, the
     server's requests from the driver's start to its end)."""
     proc, tmp_path = started["proc"], started["tmp_path"]
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    wait_or_kill(proc, timeout)
     assert_ok(subprocess.CompletedProcess(proc.args, proc.returncode,
                                           (tmp_path / "stdout.txt").read_text(),
                                           (tmp_path / "stderr.txt").read_text()))
@@ -191,6 +190,7 @@ def no_error(results, check_name):
     assert check_name not in results.get("errors", {}), results["errors"][check_name]
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("storage", STORAGES)
 def test_both_storages_restart_from_remote_packs(remote_fs, storage_results, storage):
     no_error(storage_results, "restart")
@@ -280,6 +280,7 @@ def request_results(seaweed_s3, tmp_path_factory):
 REQUESTS_PER_BATCH = 6
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("query", ["aggregation", "deduplication"])
 def test_a_steady_batch_on_s3_makes_at_most_six_requests(request_results, storage, query):

@@ -531,7 +531,7 @@ def test_transform_with_state_on_rocksdb_survives_executor_kills(tmp_path):
     killed = [k["executor"] for k in log["killed"]]
     assert killed == ["0", "1"], log
     assert all(k["query"].rsplit("/", 1)[-1] in names and k["batch"] >= 0 for k in log["killed"]), log
-    assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
+    assert log["executors_after_kills"] and not set(log["executors_after_kills"]) & set(killed), log
     marker = {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}
     for storage in ("filesystem", "driver"):
         view = tso.variant_results(results, None if storage == "filesystem" else storage)

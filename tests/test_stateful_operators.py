@@ -1,26 +1,28 @@
 """Every stateful operator a third-party state store provider can run, end to end on real
-Spark, checked exactly against the same computation in batch mode over the same input:
+Spark, checked exactly against the same computation in batch mode over the same input.
 
-- ``restart``: ``local[2]``; the queries stop after two files; a new driver process starts
-  them again on the same checkpoints and feeds the rest;
-- ``executor_killed``: ``local-cluster[2,1,1024]`` (executors in their own JVMs), an
-  executor JVM SIGKILLed while batches run, twice; Spark starts new executors and the state
-  is restored on them;
-- ``driver_killed``: ``local-cluster``, the driver SIGKILLed between the state commit and
-  ``commits/N``; a new driver resumes.
+The three scenarios are links of one chain of driver processes on one set of checkpoints
+(``CHAIN``), each checked in its own tests:
 
-An uninterrupted run on ``local[2]`` or ``local-cluster`` is the first half of the restart
-and executor-kill scenarios (their results are checked after both halves), so it is not a
-scenario of its own.
+- ``executor_killed``: the first driver, on ``local-cluster[2,1,1024]`` (executors in their
+  own JVMs), SIGKILLs an executor JVM inside a running batch, twice; Spark starts new
+  executors and the state is restored on them; the driver then stops its queries cleanly;
+- ``restart``: a new driver process starts the queries again on the same checkpoints;
+- ``driver_killed``: that driver, on ``local-cluster``, is SIGKILLed between the state commit
+  of a batch and its ``commits/N``; a third driver (``local[2]``) resumes and feeds the rest.
 
-Every scenario runs all operators' queries side by side in one driver
-(tests/support/stateful_operators.py), once per provider, with the other storages' queries
-(``STORAGE_VARIANTS``) beside them; the tests then compare operator by operator.
+Each link has a batch before it and a batch after it, and the results are checked once the
+chain ends, so each scenario's results carry the other two's interruptions as well.
+
+Every driver runs all operators' queries side by side (tests/support/stateful_operators.py),
+once per provider, with the other storages' queries (``STORAGE_VARIANTS``) beside them; the
+tests then compare operator by operator.
 
 The provider comes from ``SCS_TEST_PROVIDER``: ``heap`` (default, ours), ``hdfs`` (Spark's
 ``HDFSBackedStateStoreProvider``), ``rocksdb``, a class name, or several, comma-separated.
 ``SCS_TEST_FILE_MANAGER=spark`` runs them on Spark's checkpoint file manager instead of
-ours. The local-cluster scenarios are marked ``cluster`` (``-m "not cluster"`` skips them).
+ours. The scenarios run on local-cluster, so they are marked ``cluster`` (``-m "not cluster"``
+skips them).
 """
 import json
 import os
@@ -41,26 +43,29 @@ WATERMARKED = {"window_append", "drop_duplicates_within_watermark", "join_inner"
 LOCAL = "local[2]"
 CLUSTER = "local-cluster[2,1,1024]"
 
-#: scenario -> the driver processes it runs, one after the other, on one checkpoint set
+#: The chain of driver processes the scenarios of this module are links of, on one checkpoint
+#: set: executor_killed (both executors of the start SIGKILLed inside running batches, after
+#: files 1 and 2), then a clean stop; restart (a new driver on the same checkpoints), which
+#: is killed once every query has committed the state of the batch that reads file 3 and
+#: before Spark writes that batch's commits/N (driver_killed); a third driver resumes.
+CHAIN = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1, 2]),
+         dict(master=CLUSTER, feed=[3], kill_driver_at=3, expect_exit=so.DRIVER_KILLED_EXIT),
+         dict(master=LOCAL, feed=[4, "flush"])]
+#: scenario -> the driver processes it runs, one after the other, on one checkpoint set:
+#: this module's chain, and the executor kill alone (what other modules run beside theirs)
 SCENARIOS = {
-    "restart": [dict(master=LOCAL, feed=[0, 1]),
-                dict(master=LOCAL, feed=[2, 3, "flush"])],
+    "chain": CHAIN,
     "executor_killed": [dict(master=CLUSTER, feed=[0, 1, 2, 3, "flush"],
                              kill_executor_after=[1, 2])],
-    # The driver is SIGKILLed once every query has committed the state of the batch that
-    # reads file 2 and before Spark writes that batch's commits/N; a new driver resumes.
-    "driver_killed": [dict(master=CLUSTER, feed=[0, 1, 2], kill_driver_at=2,
-                           expect_exit=so.DRIVER_KILLED_EXIT),
-                      dict(master=CLUSTER, feed=[3, "flush"])],
 }
 
-#: The scenarios above run on the default storage, the file system one (the query's checkpoint
-#: location is known). Other storages run them too, with one operator of each kind of state
+#: The chain runs on the default storage, the file system one (the query's checkpoint
+#: location is known). Other storages run it too, with one operator of each kind of state
 #: (aggregation, deduplication, a stream-stream join), as variants beside those queries in
 #: the same drivers, through the same kills (support/stateful_operators.py: a variant's
-#: queries start with its settings): the driver storage with a checkpoint path in every
-#: scenario, and in the two kill scenarios the file system storage with every state file a
-#: file of its own, written in the background (``asyncStateWrites``).
+#: queries start with its settings): the driver storage with a checkpoint path, and the file
+#: system storage with every state file a file of its own, written in the background
+#: (``asyncStateWrites``).
 STORAGE_OPERATORS = ["aggregation_update", "drop_duplicates", "join_inner"]
 ASYNC_STORAGE = "filesystem-async"
 ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThreshold": "0",
@@ -68,12 +73,9 @@ ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThresh
 DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": STORAGE_OPERATORS}
 ASYNC_VARIANT = {"label": ASYNC_STORAGE, "storage": "filesystem", "operators": STORAGE_OPERATORS,
                  "spark_conf": ASYNC_STATE_WRITES}
-#: scenario -> the storage variants its drivers run beside the default storage's queries
-STORAGE_VARIANTS = {"restart": [DRIVER_VARIANT],
-                    "executor_killed": [DRIVER_VARIANT, ASYNC_VARIANT],
-                    "driver_killed": [DRIVER_VARIANT, ASYNC_VARIANT]}
-#: the scenarios the driver storage runs in
-DRIVER_STORAGE_SCENARIOS = [sc for sc, variants in STORAGE_VARIANTS.items() if DRIVER_VARIANT in variants]
+STORAGE_VARIANTS = [DRIVER_VARIANT, ASYNC_VARIANT]
+#: the links of the chain, each checked by tests of its own
+CHAIN_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
 
 class ScenarioFailed(Exception):
@@ -154,14 +156,19 @@ def cached_scenarios(run):
 
 @pytest.fixture(scope="module")
 def scenario_results(tmp_path_factory):
-    """(provider, scenario[, storage variant]) -> results, each scenario run once for all its
-    operators, with the first provider's storage variants beside them."""
-    def run(provider, scenario):
-        folder = tmp_path_factory.mktemp("%s-%s" % (provider, scenario))
-        variants = STORAGE_VARIANTS[scenario] if provider == PROVIDER_NAMES[0] else []
-        return run_scenario(folder, provider, scenario, extra={"variants": variants})
+    """(provider, scenario[, storage variant]) -> results of the chain the scenario is a link
+    of, run once per provider for all its operators, with the first provider's storage
+    variants beside them."""
+    def run(provider):
+        folder = tmp_path_factory.mktemp("%s-chain" % provider)
+        variants = STORAGE_VARIANTS if provider == PROVIDER_NAMES[0] else []
+        return run_scenario(folder, provider, "chain", extra={"variants": variants})
     get = cached_scenarios(run)
-    return lambda provider, scenario, storage=None: variant_results(get(provider, scenario), storage)
+
+    def results(provider, scenario, storage=None):
+        assert scenario in CHAIN_SCENARIOS, scenario
+        return variant_results(get(provider), storage)
+    return results
 
 
 def check(results, provider, name):
@@ -186,6 +193,7 @@ def check(results, provider, name):
         provider) in r["checkpoint"]["offsets"]
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_restart_in_new_driver(scenario_results, provider, name):
@@ -209,8 +217,8 @@ def test_executor_killed(scenario_results, provider, name):
         # Killed inside a running batch (its sink called, its job not yet run), of any
         # query of the driver, a storage variant's too.
         assert k["query"].rsplit("/", 1)[-1] in OPERATORS and k["batch"] >= 0, log
-    # Spark replaced them: the executors at the end are new ones.
-    assert log["executors_at_end"] and not set(log["executors_at_end"]) & set(killed), log
+    # Spark replaced them: the executors once the queries stopped are new ones.
+    assert log["executors_after_kills"] and not set(log["executors_after_kills"]) & set(killed), log
     check(results, provider, name)
 
 
@@ -243,10 +251,9 @@ def storage_of(results, name) -> str:
     return results["operators"][name]["checkpoint"]["storage"] or ""
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("name", STORAGE_OPERATORS)
-@pytest.mark.parametrize("scenario", [
-    pytest.param(sc, marks=[pytest.mark.cluster] if SCENARIOS[sc][0]["master"] == CLUSTER else [])
-    for sc in DRIVER_STORAGE_SCENARIOS])
+@pytest.mark.parametrize("scenario", CHAIN_SCENARIOS)
 def test_driver_storage(scenario_results, scenario, name):
     """The driver storage with a checkpoint path (packs under the query's checkpoint) in the
     failure scenarios; the file system storage runs them in the tests above."""

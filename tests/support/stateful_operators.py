@@ -290,6 +290,12 @@ class Driver:
             with open(self.killed_file) as f:
                 killed = json.load(f)
         self.log = {"killed": killed, "batches": {}, "state_rows_removed": {}, "seconds": []}
+        #: the executors Spark ran once the driver that killed executors stopped its queries
+        #: (kept in a file too: a later driver of the scenario reports them)
+        self.replaced_file = os.path.join(self.work, "executors-after-kills.json")
+        if os.path.exists(self.replaced_file):
+            with open(self.replaced_file) as f:
+                self.log["executors_after_kills"] = json.load(f)
         #: set when the driver is to die in the queries' next batch (see kill_driver)
         self.kill_armed = threading.Event()
         self.kill_barrier = threading.Barrier(len(self.members))
@@ -560,6 +566,10 @@ class Driver:
                 q.stop()
         if self.spec["master"].startswith("local-cluster"):
             self.log["executors_at_end"] = self.wait_for_executors(2)
+            if self.spec.get("kill_executor_after"):
+                self.log["executors_after_kills"] = self.log["executors_at_end"]
+                with open(self.replaced_file, "w") as f:
+                    json.dump(self.log["executors_at_end"], f)
         if self.spec.get("results"):
             self.write_results(spark)
         spark.stop()
