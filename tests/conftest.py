@@ -18,6 +18,14 @@ VENV_BIN = os.path.dirname(sys.executable)
 # `java` launcher reads JDK_JAVA_OPTIONS; it notes that on stderr). Benchmarks never run
 # with them.
 _TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A streaming query with no new data asks its source again after
+# spark.sql.streaming.pollingDelay (10 ms): a file source lists its folder each time (with a
+# Hadoop JobConf each, which searches every jar of the class path for its own class). The
+# tests' queries wait idle while the others of their driver run their batches: at 10 ms that
+# polling took about a sixth of a test driver's CPU. At 100 ms a batch starts at most 100 ms
+# later. (A system property: every SparkConf of a test JVM reads spark.* ones; a test's own
+# setting still wins.)
+_TEST_JVM_OPTIONS += " -Dspark.sql.streaming.pollingDelay=100ms"
 # dev/class-archive's archive of this venv's Spark driver classes (dev/test writes it): a
 # driver on the venv's pyspark starts on half the CPU. A JVM it does not match starts as
 # without it; the cds logs are off so that no JVM says so on its stdout.
@@ -26,10 +34,6 @@ if os.path.isfile(_CLASS_ARCHIVE):
     _TEST_JVM_OPTIONS += " -XX:SharedArchiveFile=%s -Xlog:cds=off -Xlog:cds+dynamic=off" % _CLASS_ARCHIVE
 if _TEST_JVM_OPTIONS not in os.environ.get("JDK_JAVA_OPTIONS", ""):
     os.environ["JDK_JAVA_OPTIONS"] = (os.environ.get("JDK_JAVA_OPTIONS", "") + " " + _TEST_JVM_OPTIONS).strip()
-
-# The Spark settings every test driver starts with (tests/spark-conf/spark-defaults.conf):
-# the launcher of each driver, in this process or a child, reads them from SPARK_CONF_DIR.
-os.environ["SPARK_CONF_DIR"] = os.path.join(ROOT, "tests", "spark-conf")
 
 # Python workers of in-process sessions must run this interpreter (it has pandas, pyarrow).
 os.environ["PYSPARK_PYTHON"] = sys.executable

@@ -48,6 +48,7 @@ def run_line(line: str, args: List[str], cwd: str) -> subprocess.CompletedProces
     return result
 
 
+@pytest.mark.timeout(1500)
 @pytest.mark.skipif(spark_line() not in (OLD, NEW),
                     reason="runs in the job of Spark %s (dev/test), which has both lines' venvs; "
                     "the other lines' jobs would only repeat it" % OLD)

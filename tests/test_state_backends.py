@@ -424,6 +424,8 @@ TWS_EXPECTED = sorted(
     + [(5, "input", 1, 2, 1, False, False), (7, "input", 1, 9, 1, False, False)])
 
 
+# Its drivers start again (a pause each) when Spark's Python worker misses its 10 s to connect.
+@pytest.mark.timeout(1200)
 @needs_spark_4
 def test_transform_with_state_on_rocksdb_through_both_storages_resumes_in_a_new_driver(
         spark, subproc, tmp_path):

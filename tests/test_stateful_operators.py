@@ -32,6 +32,9 @@ import pytest
 from conftest import assert_ok, run_operators_driver
 from support import stateful_operators as so
 
+# The first test this module runs runs the chain (three drivers, four on local-cluster).
+pytestmark = pytest.mark.timeout(1200)
+
 PROVIDER_NAMES = [p.strip() for p in os.environ.get("SCS_TEST_PROVIDER", "heap").split(",")
                   if p.strip()]
 FILE_MANAGER = os.environ.get("SCS_TEST_FILE_MANAGER") or None
