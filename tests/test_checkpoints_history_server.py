@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from spark_checkpoint_storage.bundled_jar import bundled_jar_path
-from support.batch_times import assert_same_batch_times
+from support.batch_times import assert_row_agrees
 from support.realfs import _stop, _wait, free_ports, pyspark_jars
 
 #: The driver runs on local-cluster: executor JVMs of their own, started by the driver.
@@ -169,14 +169,7 @@ def assert_tab_agrees_with_inspect(tab, out, batch_ids):
     assert tab["failures"] == 0
     assert [r["batchId"] for r in tab["history"]] == batch_ids
     for row in tab["history"]:
-        b = by_batch[row["batchId"]]
-        assert b["committed"]
-        assert (row["stateFiles"], row["inlineBytes"], row["fileBytes"]) == \
-            (b["stateFiles"], b["inlineBytes"], b["fileBytes"]), row
-        assert_same_batch_times(row, b, by_batch.get(row["batchId"] + 1))
-        assert row["stateFiles"] == 2
-        assert [(o["operator"], o["stateFiles"], o["inlineBytes"], o["fileBytes"]) for o in row["operators"]] == \
-            [(0, 2, row["inlineBytes"], row["fileBytes"])]
+        assert_row_agrees(row, by_batch)
         if row["batchId"] <= 1:  # packed
             assert row["inlineBytes"] > 0 and row["fileBytes"] == 0
             assert (row["packName"], row["packBytes"]) == (packs[row["batchId"]]["name"], packs[row["batchId"]]["bytes"])

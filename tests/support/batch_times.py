@@ -1,5 +1,5 @@
-"""The Checkpoints tab's batch times against ``inspect``'s (tests/test_checkpoints_tab.py,
-tests/test_checkpoints_history_server.py).
+"""The Checkpoints tab's batch rows against ``inspect``'s (tests/test_checkpoints_tab.py,
+tests/test_checkpoints_history_server.py): their files, bytes and times.
 
 The tab takes a batch's times from the driver's clock as it writes ``offsets/N`` and
 ``commits/N`` (no request to the store); ``inspect``, reading a checkpoint offline, takes the
@@ -22,3 +22,17 @@ def assert_same_batch_times(row: Dict, batch: Dict, next_batch: Optional[Dict]) 
     assert row["offsetsToCommitMs"] >= 0, row
     if next_batch is not None:
         assert row["committedAtMs"] <= next_batch["startedAtMs"] + MAX_WRITE_END_MS, (row, next_batch)
+
+
+def assert_row_agrees(row: Dict, by_batch: Dict[int, Dict]) -> None:
+    """``row``, a batch of the tab's history, agrees with ``inspect``'s batch of that id
+    (``by_batch``: batch id -> batch): committed, with the same state files and bytes and the
+    same times, all held by the query's one stateful operator over its 2 state partitions."""
+    b = by_batch[row["batchId"]]
+    assert b["committed"]
+    assert (row["stateFiles"], row["inlineBytes"], row["fileBytes"]) == \
+        (b["stateFiles"], b["inlineBytes"], b["fileBytes"]), row
+    assert_same_batch_times(row, b, by_batch.get(row["batchId"] + 1))
+    assert row["stateFiles"] == 2
+    assert [(o["operator"], o["stateFiles"], o["inlineBytes"], o["fileBytes"]) for o in row["operators"]] == \
+        [(0, 2, row["inlineBytes"], row["fileBytes"])]
