@@ -46,11 +46,12 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
     left behind would take the CPU of the tests after it."""
     try:
         proc.wait(timeout=timeout)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
-            raise
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
 
 
 class Started(NamedTuple):

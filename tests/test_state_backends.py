@@ -248,7 +248,7 @@ def test_configure_spark_with_checkpoint_storage_sets_the_backend(spark):
 #: query would otherwise run one per trigger for ever, and every batch here is one the test
 #: feeds, so timers and TTL see only the batch timestamps the phases below order.
 TWS_DRIVER = r"""
-import json, os, time
+import functools, json, os, time
 import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor
@@ -320,18 +320,10 @@ spark = configure_spark_with_checkpoint_storage(
 config = get_checkpoint_config(spark)
 
 
-checkpoints = {}
-
-
+@functools.lru_cache(maxsize=None)
 def checkpoint_of(variant):
     # Phase 2 resumes the migrated variant from its checkpoint migrated to RocksDB (rescaled
     # where the spec says), which it migrates first (once: a query started again resumes it).
-    if variant not in checkpoints:
-        checkpoints[variant] = _checkpoint_of(variant)
-    return checkpoints[variant]
-
-
-def _checkpoint_of(variant):
     folder = os.path.join(root, variant)
     if variant != "filesystem-migrated" or spec["phase"] == 1:
         return os.path.join(folder, "checkpoint")

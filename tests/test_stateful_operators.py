@@ -32,8 +32,9 @@ import pytest
 from conftest import assert_ok, run_operators_driver
 from support import stateful_operators as so
 
-# The first test this module runs runs the chain (three drivers, four on local-cluster).
-pytestmark = pytest.mark.timeout(1200)
+# Every test is on the chain, whose drivers run on local-cluster but the last; the first test
+# the module runs runs the whole chain.
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1200)]
 
 PROVIDER_NAMES = [p.strip() for p in os.environ.get("SCS_TEST_PROVIDER", "heap").split(",")
                   if p.strip()]
@@ -196,7 +197,6 @@ def check(results, provider, name):
         provider) in r["checkpoint"]["offsets"]
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_restart_in_new_driver(scenario_results, provider, name):
@@ -207,7 +207,6 @@ def test_restart_in_new_driver(scenario_results, provider, name):
         assert results["log"]["state_rows_removed"][name] > 0
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_executor_killed(scenario_results, provider, name):
@@ -237,7 +236,6 @@ def check_killed_between_state_commit_and_commit_log(results, name):
         "%s: killed in batch %s, found offsets/%s and commits/%s" % (name, batch, offsets, commits))
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name", OPERATORS)
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_driver_killed_before_commit_log(scenario_results, provider, name):
@@ -254,7 +252,6 @@ def storage_of(results, name) -> str:
     return results["operators"][name]["checkpoint"]["storage"] or ""
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name", STORAGE_OPERATORS)
 @pytest.mark.parametrize("scenario", CHAIN_SCENARIOS)
 def test_driver_storage(scenario_results, scenario, name):
@@ -270,7 +267,6 @@ def test_driver_storage(scenario_results, scenario, name):
     check(results, provider, name)
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name", STORAGE_OPERATORS)
 @pytest.mark.parametrize("scenario", ["executor_killed", "driver_killed"])
 def test_async_state_writes(scenario_results, scenario, name):

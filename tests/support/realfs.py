@@ -411,13 +411,8 @@ class KafkaBroker:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
                 s.sendall(struct.pack(">i", len(request)) + request)
-                head = b""
-                while len(head) < 10:
-                    chunk = s.recv(10 - len(head))
-                    if not chunk:
-                        return False
-                    head += chunk
-        except OSError:
+                head = _receive(s, 10)
+        except (OSError, BrokerClosed):
             return False
         _, correlation, error = struct.unpack(">iih", head)
         return correlation == 7 and error == 0
@@ -459,10 +454,6 @@ class KafkaBroker:
             raise RuntimeError("the broker did not create every topic of %s: %s"
                                % (sorted(partitions), "; ".join(failed) or "%d answers" % count))
 
-    def create_topic(self, name: str, partitions: int):
-        """Creates ``name`` with ``partitions`` partitions (:meth:`create_topics`)."""
-        self.create_topics({name: partitions})
-
     def topics(self) -> List[str]:
         return sorted(self._java(["org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
                                   self.bootstrap, "--list"]).split())
@@ -471,13 +462,17 @@ class KafkaBroker:
         _stop(self.proc)
 
 
+class BrokerClosed(RuntimeError):
+    """The broker closed the connection before its whole answer."""
+
+
 def _receive(sock: socket.socket, size: int) -> bytes:
     """Exactly ``size`` bytes from ``sock`` (an answer of the broker's)."""
     data = b""
     while len(data) < size:
         chunk = sock.recv(size - len(data))
         if not chunk:
-            raise RuntimeError("the broker closed the connection after %d of %d bytes" % (len(data), size))
+            raise BrokerClosed("the broker closed the connection after %d of %d bytes" % (len(data), size))
         data += chunk
     return data
 
