@@ -286,7 +286,7 @@ REQUESTS_PER_BATCH = 6
 def test_a_steady_batch_on_s3_makes_at_most_six_requests(request_results, storage, query):
     """State store maintenance lists every store's directory (on S3 a LIST, a HEAD and a LIST
     per store): the driver answers those listings from what it knows, so the requests of a
-    batch do not grow with its state partitions (200 for the aggregation, 5 for the
+    batch do not grow with its state partitions (40 for the aggregation, 5 for the
     deduplication)."""
     no_error(request_results, "requests_per_batch")
     r = request_results["requests-%s-%s" % (query, storage)]
