@@ -44,13 +44,10 @@ import argparse
 import json
 import os
 import platform
-import queue
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from typing import Dict, List, Optional, Tuple
@@ -59,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from child_process import emit, feed, run_with_events  # noqa: E402
 import variants as variants_mod  # noqa: E402
 from workloads import INPUT_FORMAT, Workload, write_inputs  # noqa: E402
 
@@ -124,10 +122,6 @@ def count_lines(path: str) -> int:
 
 # -- the child: one variant and share in this process and its driver JVM ---------------------
 
-def emit(**event) -> None:
-    print("@@" + json.dumps(event), flush=True)
-
-
 def committed_batches(checkpoint_dir: str) -> int:
     """Batches committed: the highest batch id in the commit log, plus one."""
     try:
@@ -135,19 +129,6 @@ def committed_batches(checkpoint_dir: str) -> int:
     except FileNotFoundError:
         return 0
     return max(ids) + 1 if ids else 0
-
-
-def feed(src: str, folder: str) -> None:
-    """Makes ``src`` appear whole in the source folder."""
-    dest = os.path.join(folder, os.path.basename(src))
-    if os.path.exists(dest):
-        return
-    try:
-        os.link(src, dest)
-    except OSError:
-        tmp = os.path.join(folder, "_" + os.path.basename(src) + ".tmp")  # '_' files are ignored
-        shutil.copyfile(src, tmp)
-        os.rename(tmp, dest)
 
 
 def first_line(e: BaseException) -> str:
@@ -342,59 +323,29 @@ def run_child(args, variant: str, conf: Dict[str, str], share: float, inputs: Li
                    "max_idle_restarts": args.max_idle_restarts}, f, indent=1)
     result: Dict = {"variant": variant, "share": share, "status": "failed", "log": os.path.relpath(log_file, ROOT),
                     "checkpoint": os.path.relpath(os.path.join(run_dir, "checkpoint"), ROOT), "batches": []}
-    events: "queue.Queue[Optional[str]]" = queue.Queue()
     started = time.time()
+
+    def on_event(kind: str, e: Dict) -> None:
+        if kind == "jvm":
+            result["spark"] = e["spark_version"]
+        elif kind == "batch":
+            result["batches"].append(e)
+            print("%s: batch %d/%d, restarts %d (%.1f s%s)" % (
+                tag, e["batch"], e["total"], e["restarts"], e["seconds"],
+                ", %d operations" % e["ops"] if not share else ""), flush=True)
+        elif kind == "restart":
+            print("%s: batch %d/%d, restarts %d%s: %s" % (
+                tag, e["committed"], args.batches, e["restarts"],
+                " (no progress: %s)" % e["gave_up"] if e.get("gave_up") else "", e["error"][:200]), flush=True)
+        elif kind == "error":
+            result["error"] = e["first_line"]
+            result["traceback"] = e["traceback"]
+        elif kind == "done":
+            result.update(e)
+
     with open(log_file, "w") as log:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", params_file]
-        log.write("$ %s\n" % " ".join(cmd))
-        log.flush()
-        # Own session: on a timeout the whole group (Python and its JVM) is killed, nothing else.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT,
-                                start_new_session=True)
-
-        def pump():
-            for line in proc.stdout:
-                events.put(line)
-            events.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = started + args.timeout
-        timed_out = False
-        while True:
-            try:
-                line = events.get(timeout=max(0.1, deadline - time.time()))
-            except queue.Empty:
-                timed_out = True
-                break
-            if line is None:
-                break
-            if not line.startswith("@@"):
-                log.write(line)
-                continue
-            e = json.loads(line[2:])
-            kind = e.pop("event")
-            if kind == "jvm":
-                result["spark"] = e["spark_version"]
-            elif kind == "batch":
-                result["batches"].append(e)
-                print("%s: batch %d/%d, restarts %d (%.1f s%s)" % (
-                    tag, e["batch"], e["total"], e["restarts"], e["seconds"],
-                    ", %d operations" % e["ops"] if not share else ""), flush=True)
-            elif kind == "restart":
-                print("%s: batch %d/%d, restarts %d%s: %s" % (
-                    tag, e["committed"], args.batches, e["restarts"],
-                    " (no progress: %s)" % e["gave_up"] if e.get("gave_up") else "", e["error"][:200]), flush=True)
-            elif kind == "error":
-                result["error"] = e["first_line"]
-                result["traceback"] = e["traceback"]
-            elif kind == "done":
-                result.update(e)
-        if timed_out:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        rc = proc.wait()
+        rc, timed_out = run_with_events(cmd, log, ROOT, started + args.timeout, on_event, log.write)
     result["elapsed_s"] = round(time.time() - started, 1)
     if timed_out:
         result["status"] = "timeout"

@@ -18,14 +18,12 @@ import time
 import traceback
 from typing import Dict, List, Optional, Set
 
+from child_process import emit, feed
+
 #: Progress fields copied from the state operator (all of them are summed over its tasks).
 OPERATOR_FIELDS = ("numRowsTotal", "numRowsUpdated", "numRowsRemoved", "numRowsDroppedByWatermark",
                    "allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs", "memoryUsedBytes",
                    "numShufflePartitions", "numStateStoreInstances")
-
-
-def emit(**event) -> None:
-    print("@@" + json.dumps(event), flush=True)
 
 
 def list_files(root: str) -> Set[str]:
@@ -36,17 +34,6 @@ def list_files(root: str) -> Set[str]:
         for f in files:
             found.add(os.path.join(rel, f))
     return found
-
-
-def feed(src: str, folder: str) -> None:
-    """Makes ``src`` appear in the source folder at once (the file source must never see half a file)."""
-    dest = os.path.join(folder, os.path.basename(src))
-    try:
-        os.link(src, dest)
-    except OSError:
-        tmp = os.path.join(folder, "_" + os.path.basename(src) + ".tmp")  # '_' files are ignored
-        shutil.copyfile(src, tmp)
-        os.rename(tmp, dest)
 
 
 class Jvm:

@@ -18,18 +18,15 @@ import argparse
 import json
 import os
 import platform
-import queue
 import re
-import signal
-import subprocess
 import sys
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from child_process import run_with_events  # noqa: E402
 from remote_servers import realfs as remote_fs  # noqa: E402
 import report  # noqa: E402
 import variants as variants_mod  # noqa: E402
@@ -78,41 +75,9 @@ def _run_child(params_file: str, log_file: str, mode: str, deadline: float,
     """Runs measure.py on ``params_file`` and hands each of its events to ``on_event``;
     returns (exit code, timed out). Spark's output goes to ``log_file`` (opened with ``mode``)."""
     cmd = [sys.executable, os.path.join(HERE, "measure.py"), params_file]
-    events: "queue.Queue[Optional[str]]" = queue.Queue()
+    other: List[str] = []
     with open(log_file, mode) as log:
-        log.write("$ %s\n" % " ".join(cmd))
-        log.flush()
-        # Own session: on a timeout the whole group (Python and its JVM) is killed, nothing else.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=os.path.dirname(HERE),
-                                start_new_session=True)
-
-        def pump():
-            for line in proc.stdout:
-                events.put(line)
-            events.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        timed_out = False
-        other: List[str] = []
-        while True:
-            try:
-                line = events.get(timeout=max(0.1, deadline - time.time()))
-            except queue.Empty:
-                timed_out = True
-                break
-            if line is None:
-                break
-            if not line.startswith("@@"):
-                other.append(line)
-                continue
-            e = json.loads(line[2:])
-            on_event(e.pop("event"), e)
-        if timed_out:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        rc = proc.wait()
+        rc, timed_out = run_with_events(cmd, log, os.path.dirname(HERE), deadline, on_event, other.append)
         if other:
             log.write("\n--- child stdout ---\n" + "".join(other))
     return rc, timed_out

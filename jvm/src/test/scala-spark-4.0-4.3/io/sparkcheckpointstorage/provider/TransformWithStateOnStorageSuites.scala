@@ -69,21 +69,18 @@ trait TransformWithStateOnStorageTest extends QueryTest with SharedSparkSession 
     super.sparkConf.set("spark.plugins", CheckpointStoragePlugin.ClassName)
 
   override protected def test(testName: String, testTags: Tag*)(testBody: => Any)
-      (implicit pos: Position): Unit = {
-    SparkTestCompat.skipReason(notApplicable, testName) match {
-      case Some(reason) =>
-        super.ignore(s"$testName ($storageName) [skipped: $reason]", testTags: _*)(())
-      case None =>
-        val tags = if (ciSubset.exists(testName.startsWith)) testTags
-          else testTags :+ TransformWithStateOnStorageTest.OutsideCiSubset
-        super.test(s"$testName ($storageName)", tags: _*) {
-          val fileManager = SparkSettingKeys.FileManagerClass -> classOf[StorageCheckpointFileManager].getName
-          withSQLConf(fileManager +: storageConf: _*) {
-            SparkTestCompat.guard(testBody)
-          }
+      (implicit pos: Position): Unit =
+    SparkTestCompat.registerOrSkip(notApplicable, testName, Some(storageName))(
+        name => super.ignore(name, testTags: _*)(())) { name =>
+      val tags = if (ciSubset.exists(testName.startsWith)) testTags
+        else testTags :+ TransformWithStateOnStorageTest.OutsideCiSubset
+      super.test(name, tags: _*) {
+        val fileManager = SparkSettingKeys.FileManagerClass -> classOf[StorageCheckpointFileManager].getName
+        withSQLConf(fileManager +: storageConf: _*) {
+          SparkTestCompat.guard(testBody)
         }
+      }
     }
-  }
 }
 
 object TransformWithStateOnStorageTest {

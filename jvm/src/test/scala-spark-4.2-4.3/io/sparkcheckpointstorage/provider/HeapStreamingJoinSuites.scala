@@ -22,18 +22,15 @@ trait HeapStreamingJoinTest extends StreamingJoinSuite {
     testWithoutVirtualColumnFamilyJoins(testName, testTags: _*)(testBody)
 
   override def testWithoutVirtualColumnFamilyJoins(testName: String, testTags: Tag*)
-      (testBody: => Any): Unit = {
-    SparkTestCompat.skipReason(notApplicable, testName) match {
-      case Some(reason) =>
-        ignore(s"$testName (HeapStateStore) [skipped: $reason]", testTags: _*)(())
-      case None =>
-        super.testWithoutVirtualColumnFamilyJoins(testName + " (HeapStateStore)", testTags: _*) {
-          withSQLConf(SQLConf.STATE_STORE_PROVIDER_CLASS.key -> HeapStateStoreProvider.ClassName) {
-            SparkTestCompat.guard(testBody)
-          }
+      (testBody: => Any): Unit =
+    SparkTestCompat.registerOrSkip(notApplicable, testName, Some("HeapStateStore"))(
+        name => ignore(name, testTags: _*)(())) { name =>
+      super.testWithoutVirtualColumnFamilyJoins(name, testTags: _*) {
+        withSQLConf(SQLConf.STATE_STORE_PROVIDER_CLASS.key -> HeapStateStoreProvider.ClassName) {
+          SparkTestCompat.guard(testBody)
         }
+      }
     }
-  }
 }
 
 class HeapStreamingInnerJoinSuite extends StreamingInnerJoinSuite with HeapStreamingJoinTest

@@ -48,6 +48,12 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     dir
   }
 
+  /** A new checkpoint of query `queryId`, and its root as the file manager names it. */
+  private def newRoot(queryId: String): (File, String) = {
+    val dir = newCheckpoint(queryId)
+    (dir, new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/"))
+  }
+
   private val conf: Configuration = {
     val c = new Configuration()
     PausingFileSystem.conf.foreach { case (k, v) => c.set(k, v) }
@@ -159,8 +165,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a directory's listing holds its own files only, after puts, deletes and a restore from packs") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     def listing(c: CheckpointCoordinator, relDir: String): Set[(String, Long)] =
       c.handle(ListInline(root, relDir)) match {
         case Listing(files) => files.toSet
@@ -191,8 +196,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a failed pack write keeps its changes pending: the next commit writes them") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
     // Pack 1 cannot be written: a file stands where its directory goes.
@@ -204,8 +208,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("the coordinator reports starts, restores, commits, failed commits and savepoints to the monitor it was given") {
-    val dir = newCheckpoint("q-m")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q-m")
     val posted = mutable.ArrayBuffer[SparkListenerEvent]()
     val monitor = new CheckpointMonitor(e => posted.synchronized(posted += e), conf, Map.empty, () => 0L, 10L)
     val c = new CheckpointCoordinator(conf, 10L, Some(monitor))
@@ -234,8 +237,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a query that stops after a failed pack write leaves its unpacked state for the next run's commit") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
     c.beforeCommit(root, 0)
@@ -254,8 +256,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a commit whose stores hold no state of its version is refused, naming the batch and the stores") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     Seq(0, 1).foreach(p => c.handle(put(root, s"state/0/$p/1.heap-delta", "v1")))
     c.beforeCommit(root, 0)
@@ -274,8 +275,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a commit reports its pack's size and the files of their own the executors wrote, without looking for them") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
     // Files of their own, reported as written; none of them is on disk: the commit takes the
@@ -307,8 +307,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a pack written before a sink's commit is reported with the batch's commit, and leftovers of failed writes go") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
     new File(dir, "state-packs").mkdirs()
@@ -335,7 +334,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     val queries = 6
     val partitions = 8
     val batches = 6
-    val roots = (0 until queries).map(q => new File(newCheckpoint(s"q$q").getAbsolutePath).toURI.toString.stripSuffix("/"))
+    val roots = (0 until queries).map(q => newRoot(s"q$q")._2)
     /** Query q, partition p, batch n's content: version n + 1 of the partition's state. */
     def content(q: Int, p: Int, n: Int): String = s"q$q-p$p-b$n-" + "x" * new Random(q * 1000 + p * 10 + n).nextInt(300)
     def rel(p: Int, version: Int): String = s"state/0/$p/$version.heap-delta"
@@ -388,8 +387,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("on an executor, a corrupt pack is raised as the CorruptPackException it is") {
-    val dir = newCheckpoint("q")
-    val root = new File(dir.getAbsolutePath).toURI.toString.stripSuffix("/")
+    val (dir, root) = newRoot("q")
     val driver = new CheckpointCoordinator(conf, Long.MaxValue)
     driver.handle(put(root, "state/0/0/1.heap-delta", "v1"))
     driver.beforeCommit(root, 0)

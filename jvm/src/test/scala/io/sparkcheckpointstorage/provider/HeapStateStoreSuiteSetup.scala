@@ -63,12 +63,10 @@ abstract class HeapStateStoreSuiteSetup extends StateStoreSuiteBase[HeapStateSto
   )
 
   override protected def test(testName: String, testTags: Tag*)(testBody: => Any)
-      (implicit pos: Position): Unit = {
-    SparkTestCompat.skipReason(notApplicable, testName) match {
-      case Some(reason) => super.ignore(s"$testName [skipped: $reason]", testTags: _*)(())
-      case None => super.test(testName, testTags: _*)(SparkTestCompat.guard(testBody))
-    }
-  }
+      (implicit pos: Position): Unit =
+    SparkTestCompat.registerOrSkip(notApplicable, testName, None)(
+        name => super.ignore(name, testTags: _*)(()))(
+        name => super.test(name, testTags: _*)(SparkTestCompat.guard(testBody)))
 
   before {
     StateStore.stop()

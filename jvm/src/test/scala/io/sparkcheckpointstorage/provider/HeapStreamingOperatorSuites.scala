@@ -23,18 +23,15 @@ trait HeapStateStoreTest extends QueryTest {
   protected def notApplicable: Seq[(String, String)] = Nil
 
   override protected def test(testName: String, testTags: Tag*)(testBody: => Any)
-      (implicit pos: Position): Unit = {
-    SparkTestCompat.skipReason(notApplicable, testName) match {
-      case Some(reason) =>
-        super.ignore(s"$testName (HeapStateStore) [skipped: $reason]", testTags: _*)(())
-      case None =>
-        super.test(testName + " (HeapStateStore)", testTags: _*) {
-          withSQLConf(SQLConf.STATE_STORE_PROVIDER_CLASS.key -> HeapStateStoreProvider.ClassName) {
-            SparkTestCompat.guard(testBody)
-          }
+      (implicit pos: Position): Unit =
+    SparkTestCompat.registerOrSkip(notApplicable, testName, Some("HeapStateStore"))(
+        name => super.ignore(name, testTags: _*)(())) { name =>
+      super.test(name, testTags: _*) {
+        withSQLConf(SQLConf.STATE_STORE_PROVIDER_CLASS.key -> HeapStateStoreProvider.ClassName) {
+          SparkTestCompat.guard(testBody)
         }
+      }
     }
-  }
 }
 
 class HeapStreamingAggregationSuite extends StreamingAggregationSuite with HeapStateStoreTest {

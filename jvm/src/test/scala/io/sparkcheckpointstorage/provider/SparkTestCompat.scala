@@ -35,4 +35,17 @@ object SparkTestCompat extends Assertions {
   /** Why `testName` is skipped: the reason of the first `(name prefix, reason)` it matches. */
   def skipReason(skips: Seq[(String, String)], testName: String): Option[String] =
     if (runAll) None else skips.collectFirst { case (prefix, why) if testName.startsWith(prefix) => why }
+
+  /**
+   * Registers one of Spark's tests in our suite under its name and ` (label)`: through
+   * `skip`, with the reason in its name, when `skips` names it, else through `register`.
+   */
+  def registerOrSkip(skips: Seq[(String, String)], testName: String, label: Option[String])(
+      skip: String => Unit)(register: String => Unit): Unit = {
+    val name = label.fold(testName)(l => s"$testName ($l)")
+    skipReason(skips, testName) match {
+      case Some(reason) => skip(s"$name [skipped: $reason]")
+      case None => register(name)
+    }
+  }
 }
