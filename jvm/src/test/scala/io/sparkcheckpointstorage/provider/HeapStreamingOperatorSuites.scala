@@ -47,9 +47,9 @@ class HeapStreamingDeduplicationSuite extends StreamingDeduplicationSuite with H
 
 class HeapFlatMapGroupsWithStateSuite extends FlatMapGroupsWithStateSuite with HeapStateStoreTest {
   override protected def notApplicable: Seq[(String, String)] = Seq(
-    // The test sets RocksDB's provider itself (and Spark's file manager), so it runs nothing
-    // of ours; it failed once in a CI run on 3.5.9 after passing in the runs before it, which
-    // fails our build on a provider we do not ship.
+    // The test sets RocksDB's provider itself, on Spark's default file manager, so it runs
+    // nothing of ours: its failure (it has failed on 3.5.9) would fail our build on a
+    // provider we do not ship.
     "SPARK-38320 - flatMapGroupsWithState state with data should not timeout" ->
       "sets RocksDB's provider itself: tests RocksDB, not ours")
 }
