@@ -306,3 +306,19 @@ def test_jvm_errors_of_the_launched_jvm_after_a_stopped_session(subproc):
     for size, line in zip(range(-5, 0), converted):
         assert line.startswith("CONVERTED [CHECKPOINT_STORAGE.INVALID_ARGUMENT] ")
         assert "got %d " % size in line
+
+
+def test_launched_jvm_starts_in_a_session_of_its_own():
+    """The JVM get_gateway() launches is started without Python code between fork and exec
+    (unsafe beside a Spark Connect client's gRPC threads): in a session of its own, out of
+    the terminal's process group, so that Ctrl-C still does not reach it (what PySpark's
+    preexec_fn is for); and it still serves the package's classes."""
+    import os
+
+    from spark_checkpoint_storage import java_gateway
+
+    launched = java_gateway._launch_gateway()
+    pid = launched.proc.pid
+    assert os.getsid(pid) == pid
+    assert os.getpgid(pid) != os.getpgrp()
+    assert launched.jvm.io.sparkcheckpointstorage.BuildInfo.version()

@@ -4,8 +4,10 @@ the py4j gateway of the running Spark driver, or launches one with the bundled j
 checkpoint storages can be built and inspected before a SparkSession exists.
 """
 import atexit
+import contextlib
+import subprocess
 import threading
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from spark_checkpoint_storage.bundled_jar import bundled_jar_path, check_jar_version
 
@@ -56,9 +58,33 @@ def _launch_gateway() -> Any:
         from pyspark.java_gateway import launch_gateway
 
         conf = SparkConf(loadDefaults=False).set("spark.jars", bundled_jar_path())
-        _launched_gateway = launch_gateway(conf)
+        with _no_python_between_fork_and_exec():
+            _launched_gateway = launch_gateway(conf)
         atexit.register(_shutdown_launched_gateway)
     return _launched_gateway
+
+
+@contextlib.contextmanager
+def _no_python_between_fork_and_exec() -> Iterator[None]:
+    """PySpark starts its JVM with a ``preexec_fn`` (the JVM ignores the terminal's Ctrl-C):
+    Python code in the child between fork and exec, which Python documents as unsafe while
+    other threads run. A Spark Connect client's gRPC threads do: the child then died now and
+    then before exec (``JAVA_GATEWAY_EXITED``). A session of its own keeps the JVM out of the
+    terminal's process group, so Ctrl-C still does not reach it, and Python forks without
+    running any of its code in the child."""
+    import pyspark.java_gateway as pyspark_gateway
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
+        if kwargs.pop("preexec_fn", None) is not None:
+            kwargs["start_new_session"] = True
+        return subprocess.Popen(*args, **kwargs)
+
+    original = pyspark_gateway.Popen
+    pyspark_gateway.Popen = popen
+    try:
+        yield
+    finally:
+        pyspark_gateway.Popen = original
 
 
 def _shutdown_launched_gateway() -> None:
