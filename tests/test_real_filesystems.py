@@ -3,7 +3,8 @@
 S3-compatible object store (SeaweedFS, reached through ``s3a://`` with credentials enforced).
 On each:
 
-- every stateful operator, with each storage, side by side in one scenario: on
+- every stateful operator, with each storage on each file system (and, on Spark 4.0 and
+  later, transformWithStateInPandas on RocksDB on S3), side by side in one scenario: on
   ``local-cluster`` an executor JVM is SIGKILLed mid-stream, then the driver between the state
   commit of a batch and its ``commits/N``, and a new driver resumes the queries. Every result
   equals the batch computation
@@ -34,17 +35,21 @@ from test_stateful_operators import (  # noqa: E402
     CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, cached_scenarios, check,
     check_killed_between_state_commit_and_commit_log, run_scenario, storage_of, variant_results)
 
-#: One scenario per file system, every operator with each storage side by side (the driver
-#: storage's queries a variant beside the file system storage's, with their packs under
-#: their checkpoints): the first driver runs on local-cluster, where an executor JVM is
-#: killed after file 1, and the driver is killed in the batch of file 2 (between the state
-#: commit and commits/N); then a new driver (a restart) runs that batch again and feeds the
-#: flush.
+#: One scenario for both file systems, every operator with each storage side by side (the
+#: HDFS file system storage's queries the step's own, the others variants beside them, each
+#: with its checkpoints and packs on its file system), and on Spark 4.0 and later
+#: transformWithStateInPandas on Spark's RocksDB provider (changelog checkpointing on)
+#: through the file system storage on S3: the first driver runs on local-cluster, where an
+#: executor JVM is killed after file 1, and the driver is killed in the batch of file 2
+#: (between the state commit and commits/N); then a new driver (a restart) runs that batch
+#: again and feeds the flush. One chain of applications for all: a Spark start and its kills
+#: cost as much as a scenario's batches.
 STEPS = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
               expect_exit=so.DRIVER_KILLED_EXIT),
          dict(master=LOCAL, feed=["flush"])]
-DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": OPERATORS}
 STORAGES = ["filesystem", "driver"]
+TRANSFORM_WITH_STATE = "s3a-transform-with-state"
+HAS_TRANSFORM_WITH_STATE = tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) >= (4, 0)
 
 
 def unique(fs, what: str) -> str:
@@ -52,55 +57,71 @@ def unique(fs, what: str) -> str:
     return fs.path("%s-%s" % (what, uuid.uuid4().hex[:8]))
 
 
+def variant_label(scheme: str, storage: str):
+    """The variant of the kills' scenario that runs ``storage`` on the file system of
+    ``scheme`` (None: the step's own queries)."""
+    return None if (scheme, storage) == ("hdfs", "filesystem") else "%s-%s" % (scheme, storage)
+
+
 @pytest.fixture(scope="module")
-def operator_results(remote_fs, tmp_path_factory):
-    """storage -> results of its queries in this file system's scenario (run once for both)."""
+def kill_results(minidfs, seaweed_s3, tmp_path_factory):
+    """label -> the results of that variant's queries in the kills' scenario (run once)."""
+    roots = {fs.scheme: unique(fs, "operators") for fs in (minidfs, seaweed_s3)}
+    variants = [{"label": variant_label(scheme, storage), "storage": storage,
+                 "operators": OPERATORS, "checkpoint_root": roots[scheme]}
+                for scheme in ("hdfs", "s3a") for storage in STORAGES
+                if variant_label(scheme, storage)]
+    if HAS_TRANSFORM_WITH_STATE:
+        variants.append({"label": TRANSFORM_WITH_STATE, "provider": "rocksdb",
+                         "operators": ["transform_with_state"], "checkpoint_root": roots["s3a"],
+                         "spark_conf": {"spark.sql.streaming.stateStore.rocksdb."
+                                        "changelogCheckpointing.enabled": "true"}})
+
     def run():
         return run_scenario(
-            tmp_path_factory.mktemp(remote_fs.scheme), PROVIDER_NAMES[0], "kills_then_restart",
+            tmp_path_factory.mktemp("kills"), PROVIDER_NAMES[0], "kills_then_restart",
             "filesystem", OPERATORS, steps=STEPS,
-            extra={"checkpoint_root": unique(remote_fs, "operators"),
-                   "spark_conf": realfs.spark_settings(remote_fs), "variants": [DRIVER_VARIANT]})
+            extra={"checkpoint_root": roots["hdfs"],
+                   "spark_conf": realfs.spark_settings_of_all([minidfs, seaweed_s3]),
+                   "variants": variants})
     scenario = cached_scenarios(run)
-    return lambda storage: variant_results(scenario(), None if storage == "filesystem" else storage)
+    return lambda label: variant_results(scenario(), label)
 
 
-@pytest.mark.timeout(1200)
-@pytest.mark.cluster
-@pytest.mark.parametrize("name", OPERATORS)
-@pytest.mark.parametrize("storage", STORAGES)
-def test_operator_survives_kills_and_restart(remote_fs, operator_results, storage, name):
-    results = operator_results(storage)
-    assert {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}[
-        storage] in storage_of(results, name)
+def check_kills(results, name):
+    """One executor JVM killed (and gone), the driver killed between a state commit and its
+    commits/N."""
     killed = results["log"]["killed"]
     assert [k["executor"] for k in killed] == ["0"], results["log"]
     assert not os.path.exists("/proc/%d" % killed[0]["pid"])
     check_killed_between_state_commit_and_commit_log(results, name)
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("storage", STORAGES)
+def test_operator_survives_kills_and_restart(remote_fs, kill_results, storage, name):
+    results = kill_results(variant_label(remote_fs.scheme, storage))
+    assert {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}[
+        storage] in storage_of(results, name)
+    check_kills(results, name)
     check(results, PROVIDER_NAMES[0], name)
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(1500)
 @pytest.mark.cluster
-@pytest.mark.skipif(tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) < (4, 0),
-                    reason="transformWithState came with Spark 4.0")
-def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(seaweed_s3, tmp_path):
+@pytest.mark.skipif(not HAS_TRANSFORM_WITH_STATE, reason="transformWithState came with Spark 4.0")
+def test_transform_with_state_on_rocksdb_on_s3_survives_kills_and_restart(kill_results):
     """transformWithStateInPandas on Spark's RocksDB provider (changelog checkpointing on)
     through the file system storage on S3: an executor JVM SIGKILLed, then the driver between
     a state commit and its commits/N; a new driver resumes. The results equal the batch
     computation; the changelogs went through our file manager (the storage's packs)."""
-    names = ["transform_with_state"]
-    results = run_scenario(tmp_path, "rocksdb", "kills_then_restart", None, names,
-                           steps=STEPS,
-                           extra={"checkpoint_root": unique(seaweed_s3, "transform-with-state"),
-                                  "spark_conf": dict(realfs.spark_settings(seaweed_s3), **{
-                                      "spark.sql.streaming.stateStore.rocksdb."
-                                      "changelogCheckpointing.enabled": "true"})})
-    assert "FileSystemCheckpointStorage" in storage_of(results, names[0])
-    killed = results["log"]["killed"]
-    assert [k["executor"] for k in killed] == ["0"], results["log"]
-    check_killed_between_state_commit_and_commit_log(results, names[0])
-    check(results, "rocksdb", names[0])
+    name = "transform_with_state"
+    results = kill_results(TRANSFORM_WITH_STATE)
+    assert "FileSystemCheckpointStorage" in storage_of(results, name)
+    check_kills(results, name)
+    check(results, "rocksdb", name)
 
 
 # --------------------------------------------------------------------------------------

@@ -400,53 +400,53 @@ def test_hdfs_backed_provider_on_our_file_manager_packs_and_restores(spark, tmp_
 # (Speculative attempts cannot be provoked here: Spark never runs a speculative copy on a
 # host that already runs the task, and local-cluster executors all share one host.)
 
-@pytest.mark.cluster
-@pytest.mark.parametrize("storage", ["filesystem-own-files", "driver"])
-def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage):
-    """In the second batch, partition 0's first attempt fails in a pandas UDF placed after
-    the stateful operator, in the same task, once the operator's state store has committed
-    (Spark hands the UDF the operator's whole output, and the store commits at its end).
-    Spark retries the task: the new attempt loads the previous version again and commits
-    the same version a second time. The state is exactly that of one commit.
+#: the retried task's storages: the file system storage with every state file a file of its
+#: own (threshold 0), and the driver storage with a checkpoint path
+RETRY_STORAGES = ["filesystem-own-files", "driver"]
 
-    The failing attempt first waits for proof that its commit happened: with the file system
-    storage and a threshold of 0 every state file is a file of its own, and the proof is the
-    delta on disk; with the driver storage a thread of the driver asks the coordinator until
-    it holds the delta inline, then leaves a file saying so."""
-    own_files = storage == "filesystem-own-files"
-    out = assert_ok(subproc.python("""
-        import glob, json, os, time
-        import pandas as pd
-        from pyspark import TaskContext
-        from pyspark.sql import SparkSession, functions as F
-        from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
-        root, storage, own_files = %r, %r, %r
-        events = os.path.join(root, "events"); os.makedirs(events)
-        builder = (SparkSession.builder.master("local-cluster[2,1,1024]")
-            .config("spark.sql.shuffle.partitions", 4)
-            .config("spark.task.maxFailures", 4)
-            .config("spark.eventLog.enabled", "true")
-            .config("spark.eventLog.dir", events)
-            .config("spark.eventLog.compress", "false")
-            .config("spark.eventLog.rolling.enabled", "false")
-            .config("spark.sql.streaming.checkpointStorage", storage)
-            .config("spark.sql.streaming.checkpointStorage.checkpointPath", os.path.join(root, "cp")))
+#: One local-cluster application, the storages' queries one after the other (each query starts
+#: with its storage's settings): what each printed, prefixed with its storage.
+_RETRIED_TASKS = """
+    import glob, json, os, time
+    import pandas as pd
+    from pyspark import TaskContext
+    from pyspark.sql import SparkSession, functions as F
+    from spark_checkpoint_storage import configure_spark_with_checkpoint_storage
+    root, storages = %r, %r
+    STORAGE = "spark.sql.streaming.checkpointStorage"
+    events = os.path.join(root, "events"); os.makedirs(events)
+    spark = configure_spark_with_checkpoint_storage(
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .config("spark.sql.shuffle.partitions", 4)
+        .config("spark.task.maxFailures", 4)
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", events)
+        .config("spark.eventLog.compress", "false")
+        .config("spark.eventLog.rolling.enabled", "false")).getOrCreate()
+    jvm = spark.sparkContext._jvm
+    coordinator = jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
+    runs = {}
+
+    for storage in storages:
+        work = os.path.join(root, storage); os.makedirs(work)
+        own_files = storage == "filesystem-own-files"
+        spark.conf.set(STORAGE, "filesystem" if own_files else storage)
+        spark.conf.set(STORAGE + ".checkpointPath", os.path.join(work, "cp"))
         if own_files:
-            builder = builder.config("spark.sql.streaming.checkpointStorage.fileStateSizeThreshold", 0)
-        spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
-        checkpoint = os.path.join(root, "checkpoint")
-        armed = os.path.join(root, "armed")
-        failed = os.path.join(root, "failed")
+            spark.conf.set(STORAGE + ".fileStateSizeThreshold", "0")
+        else:
+            spark.conf.unset(STORAGE + ".fileStateSizeThreshold")
+        checkpoint = os.path.join(work, "checkpoint")
+        armed = os.path.join(work, "armed")
+        failed = os.path.join(work, "failed")
         delta = os.path.join(checkpoint, "state", "0", "0", "2.heap-delta")
-        proof = delta if own_files else os.path.join(root, "inline-on-driver")
+        proof = delta if own_files else os.path.join(work, "inline-on-driver")
         if not own_files:
             import threading
-            jvm = spark.sparkContext._jvm
-            coordinator = jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
             held = jvm.io.sparkcheckpointstorage.coordinator.ExistsInline(
                 "file:" + checkpoint, "state/0/0/2.heap-delta")
 
-            def watch():
+            def watch(proof=proof, held=held):
                 while not os.path.exists(proof):
                     if coordinator.handle(held).toString() == "IsInline":
                         open(proof, "w").close()
@@ -455,26 +455,29 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
 
             threading.Thread(target=watch, daemon=True).start()
 
-        @F.pandas_udf("long")
-        def fail_once(n: pd.Series) -> pd.Series:
-            tc = TaskContext.get()
-            if tc.partitionId() == 0 and tc.attemptNumber() == 0 and os.path.exists(armed):
-                try:
-                    os.close(os.open(failed, os.O_CREAT | os.O_EXCL))
-                except FileExistsError:
-                    return n
-                deadline = time.time() + 60
-                while time.time() < deadline and not os.path.exists(proof):
-                    time.sleep(0.05)
-                with open(failed, "w") as f:
-                    f.write("committed" if os.path.exists(proof) else "unknown")
-                raise RuntimeError("injected failure after the state store commit")
-            return n
+        def failing_once(armed, failed, proof):
+            @F.pandas_udf("long")
+            def fail_once(n: pd.Series) -> pd.Series:
+                tc = TaskContext.get()
+                if tc.partitionId() == 0 and tc.attemptNumber() == 0 and os.path.exists(armed):
+                    try:
+                        os.close(os.open(failed, os.O_CREAT | os.O_EXCL))
+                    except FileExistsError:
+                        return n
+                    deadline = time.time() + 60
+                    while time.time() < deadline and not os.path.exists(proof):
+                        time.sleep(0.05)
+                    with open(failed, "w") as f:
+                        f.write("committed" if os.path.exists(proof) else "unknown")
+                    raise RuntimeError("injected failure after the state store commit")
+                return n
+            return fail_once
 
-        source = os.path.join(root, "source"); os.makedirs(source)
+        udf = failing_once(armed, failed, proof)
+        source = os.path.join(work, "source"); os.makedirs(source)
         q = (spark.readStream.schema("k long, v long").parquet(source).groupBy("k")
              .agg(F.count("*").alias("n"), F.sum("v").alias("s"))
-             .select("k", fail_once("n").alias("n"), "s")
+             .select("k", udf("n").alias("n"), "s")
              .writeStream.outputMode("update").format("noop")
              .option("checkpointLocation", checkpoint).start())
         for b in range(3):
@@ -486,17 +489,53 @@ def test_retried_task_commits_the_same_version_again(subproc, tmp_path, storage)
         q.stop()
         got = sorted((r.key[0], r.value[0], r.value[1]) for r in
                      spark.read.format("statestore").load(checkpoint).collect())
-        print("EQUAL", got == sorted((k, 3, 3) for k in range(100)))
-        print("FAILED_ATTEMPT", open(failed).read())
-        spark.stop()
-        ends = [json.loads(line) for f in glob.glob(os.path.join(events, "**"), recursive=True)
-                if os.path.isfile(f) for line in open(f)]
-        ends = [e for e in ends if e["Event"] == "SparkListenerTaskEnd"]
-        print("RETRIED", json.dumps(sorted(
+        print(storage, "EQUAL", got == sorted((k, 3, 3) for k in range(100)))
+        print(storage, "FAILED_ATTEMPT", open(failed).read())
+        runs[str(q.runId)] = storage
+    spark.stop()
+    # Each query's jobs run in the job group of its run id: its stages are those jobs'.
+    lines = [json.loads(line) for f in glob.glob(os.path.join(events, "**"), recursive=True)
+             if os.path.isfile(f) for line in open(f)]
+    stage_storage = {stage: runs.get(e.get("Properties", {}).get("spark.jobGroup.id"))
+                     for e in lines if e["Event"] == "SparkListenerJobStart" for stage in e["Stage IDs"]}
+    ends = [e for e in lines if e["Event"] == "SparkListenerTaskEnd"]
+    for storage in storages:
+        print(storage, "RETRIED", json.dumps(sorted(
             [e["Stage ID"], e["Task Info"]["Index"], e["Task Info"]["Attempt"],
              e["Task End Reason"]["Reason"]] for e in ends
-            if e["Task Info"]["Attempt"] > 0 or e["Task End Reason"]["Reason"] != "Success")))
-    """ % (str(tmp_path), "filesystem" if own_files else storage, own_files), timeout=600))
+            if stage_storage.get(e["Stage ID"]) == storage
+            and (e["Task Info"]["Attempt"] > 0 or e["Task End Reason"]["Reason"] != "Success"))))
+"""
+
+
+@pytest.fixture(scope="module")
+def retried_tasks(tmp_path_factory):
+    """storage -> what its query printed, both storages' queries in one application."""
+    from conftest import Subprocess
+
+    tmp_path = tmp_path_factory.mktemp("retried-tasks")
+    out = assert_ok(Subprocess(tmp_path).python(_RETRIED_TASKS % (str(tmp_path), RETRY_STORAGES),
+                                                timeout=600))
+    return {storage: "\n".join(line[len(storage) + 1:] for line in out.splitlines()
+                               if line.startswith(storage + " "))
+            for storage in RETRY_STORAGES}
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("storage", RETRY_STORAGES)
+def test_retried_task_commits_the_same_version_again(retried_tasks, storage):
+    """In the second batch, partition 0's first attempt fails in a pandas UDF placed after
+    the stateful operator, in the same task, once the operator's state store has committed
+    (Spark hands the UDF the operator's whole output, and the store commits at its end).
+    Spark retries the task: the new attempt loads the previous version again and commits
+    the same version a second time. The state is exactly that of one commit.
+
+    The failing attempt first waits for proof that its commit happened: with the file system
+    storage and a threshold of 0 every state file is a file of its own, and the proof is the
+    delta on disk; with the driver storage a thread of the driver asks the coordinator until
+    it holds the delta inline, then leaves a file saying so. Both storages' queries run in
+    one local-cluster application, one after the other."""
+    out = retried_tasks[storage]
     assert "EQUAL True" in out, out
     retried = json.loads(out.split("RETRIED ", 1)[1].splitlines()[0])
     stages = {s for s, _, _, _ in retried}

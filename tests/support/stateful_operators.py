@@ -267,9 +267,10 @@ class Driver:
     lies then recorded), ``check_placement`` (record where each state row lies at the end),
     ``variants`` (optional: more queries beside the operators', each variant a dict with
     ``label``, ``operators`` and, optionally, ``storage``, ``provider`` and ``spark_conf``,
-    set on the session for its queries' start only; a variant's checkpoints are under
-    ``<checkpoint root>/<label>`` and its queries named ``<label>/<operator>``: several
-    storages or providers through the same kills in one driver, one Spark start for all)."""
+    set on the session for its queries' start only, and ``checkpoint_root``; a variant's
+    checkpoints are under ``<its checkpoint root, else the step's>/<label>`` and its queries
+    named ``<label>/<operator>``: several storages, providers or file systems through the
+    same kills in one driver, one Spark start for all)."""
 
     def __init__(self, spec: dict):
         self.spec = spec
@@ -309,9 +310,12 @@ class Driver:
 
     def root(self, variant: Optional[dict] = None) -> str:
         """Where the checkpoints of ``variant``'s queries (and its driver storage's packs) are:
-        the checkpoint root, or a folder of it named after the variant."""
-        base = self.checkpoint_root.rstrip("/")
-        return base if variant is None else "%s/%s" % (base, variant["label"])
+        the checkpoint root, or a folder named after the variant in the variant's own
+        ``checkpoint_root`` (another file system's, say) or else in the step's."""
+        if variant is None:
+            return self.checkpoint_root.rstrip("/")
+        base = (variant.get("checkpoint_root") or self.checkpoint_root).rstrip("/")
+        return "%s/%s" % (base, variant["label"])
 
     def checkpoint(self, op: Operator, variant: Optional[dict] = None) -> str:
         return "%s/checkpoints/%s" % (self.root(variant), op.name)
