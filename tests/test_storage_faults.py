@@ -29,8 +29,16 @@ OWN_FILE_SCENARIOS = [
     {"name": "own-file-close-after", "threshold": "0", "rules": ["close after " + OWN_FILE]},
     {"name": "own-file-rename-after", "threshold": "0", "rules": ["rename after " + OWN_FILE]},
 ]
+#: the offset log's first entry, whose close wrote its temp file and lost its answer: the temp
+#: file, never renamed, left in offsets/ made Spark 4.1+ take every later start for a new
+#: query's on a log not empty (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY), as with Spark's own
+#: file manager; ours deletes it (the log is the file manager's, whatever the storage)
+LOG_SCENARIOS = [
+    {"name": "offsets0-close-after", "first_batch_fails": True,
+     "rules": [r"close after {cp}/checkpoint/offsets/\.0\..*\.tmp"]},
+]
 #: storage -> its scenarios
-STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + OWN_FILE_SCENARIOS, "driver": PACK_SCENARIOS}
+STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + OWN_FILE_SCENARIOS + LOG_SCENARIOS, "driver": PACK_SCENARIOS}
 
 
 def start_phase(tmp_path, storage, phase, scenarios, **extra):
@@ -114,12 +122,14 @@ def test_a_failed_or_unanswered_write_never_loses_state(fault_runs, storage):
                 assert r["keys"] == r["expected"], (s["name"], checkpoint, step)
         folder = str(tmp_path / "runs" / storage / s["name"])
         assert sum(1 for line in injected if folder + "/" in line) == 2, s["name"]
-    # A half-written or unanswered pack never shadows a real one: every pack reads.
+    # A half-written or unanswered pack never shadows a real one: every pack reads. Nor is a
+    # failed write's temp file left in a log.
     for s in scenarios:
-        packs = tmp_path / "runs" / storage / s["name"] / "same-app" / "checkpoint" / "state-packs"
-        if packs.exists():
-            names = sorted(os.listdir(packs))
-            assert not [n for n in names if n.endswith(".tmp")], (s["name"], names)
+        for folder in ("state-packs", "offsets"):
+            files = tmp_path / "runs" / storage / s["name"] / "same-app" / "checkpoint" / folder
+            if files.exists():
+                names = sorted(os.listdir(files))
+                assert not [n for n in names if n.endswith(".tmp")], (s["name"], folder, names)
 
 
 def test_random_faults_lose_nothing_with_either_storage_nor_with_sparks_default_provider(tmp_path):

@@ -2,6 +2,7 @@ package io.sparkcheckpointstorage.fileio
 
 import java.io.{FileNotFoundException, IOException, OutputStream}
 import java.nio.file.{Files, NoSuchFileException, Paths}
+import java.util.UUID
 
 // FileSystem.createFile's builder has a recursive, existential type.
 import scala.language.existentials
@@ -9,7 +10,8 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataOutputStream, FileAlreadyExistsException, FileSystem, LocalFileSystem, Path}
-import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.CheckpointFileManager.{CancellableFSDataOutputStream,
+  RenameBasedFSDataOutputStream}
 import org.apache.spark.sql.checkpointstorage.shim.CheckpointFileManagerShim.FileContextBasedCheckpointFileManager
 import org.apache.spark.sql.checkpointstorage.shim.FileDeleteShim
 
@@ -48,8 +50,27 @@ object FileSystemOperations {
       // refuses a file in a missing one (the first pack of a checkpoint, for one).
       val manager = new FileContextBasedCheckpointFileManager(path.getParent, conf)
       manager.mkdirs(path.getParent)
-      manager.createAtomic(path, overwrite)
+      val temp = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
+      new TempDroppingStream(new RenameBasedFSDataOutputStream(manager, path, temp, overwrite), temp, conf)
     }
+  }
+
+  /**
+   * Spark's rename-based stream, whose temp file goes when its close throws. Spark's stream
+   * is done once its close threw, before or after its rename (its cancel then does nothing):
+   * the temp file, never renamed, would stay beside the target for good. In a new query's
+   * `offsets/` it makes Spark 4.1+ refuse every later start of the query
+   * (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY: the log must be empty on batch 0). The delete
+   * is best-effort: a log's listing hides a temp file left anyway (StorageCheckpointFileManager.list).
+   */
+  private final class TempDroppingStream(inner: CancellableFSDataOutputStream, temp: Path, conf: Configuration)
+    extends CancellableFSDataOutputStream(inner) {
+    override def close(): Unit = try super.close() catch {
+      case NonFatal(e) =>
+        try delete(temp, conf) catch { case NonFatal(d) => e.addSuppressed(d) }
+        throw e
+    }
+    override def cancel(): Unit = inner.cancel()
   }
 
   def writeAtomic(path: Path, overwrite: Boolean, conf: Configuration)(body: OutputStream => Unit): Unit = {

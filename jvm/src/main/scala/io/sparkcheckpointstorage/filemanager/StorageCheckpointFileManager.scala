@@ -200,7 +200,12 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
     val real = {
-      val listed = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      val all = try fs.listStatus(dir, filter) catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      // A log's temp file is a write that failed or is under way, never an entry: Spark 4.1+
+      // lists a new query's logs unfiltered, and one left by a failed write of `offsets/0`
+      // (its delete failed too) would fail every start (the log must be empty on batch 0).
+      val listed = if (CheckpointPaths.logDirRoot(qualified(dir)).isEmpty) all
+        else all.filterNot(s => FileSystemOperations.isTemp(s.getPath.getName))
       if (qualified(dir) != qualified(path)) listed
       else listed.filterNot(s => purgedPending(new Path(dir, s.getPath.getName)))
     }

@@ -68,11 +68,14 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
    * every operation named by `opsAndPaths` ("<op> <path regex>") and fail none, and what it
    * recorded so far (one "<op>\t<kind>\t<path>" line each).
    */
-  private def recording(opsAndPaths: String*): (Configuration, () => Seq[String]) = {
+  private def recording(opsAndPaths: String*): (Configuration, () => Seq[String]) =
+    faulting(opsAndPaths.map { r => val Array(op, path) = r.split(" ", 2); s"$op stall=0 $path *" }: _*)
+
+  /** Settings of the fault file system failing as `rules` say (FaultPlan's rules), and its log. */
+  private def faulting(rules: String*): (Configuration, () => Seq[String]) = {
     val work = new File(dir, "faults")
     work.mkdirs()
-    val rules = opsAndPaths.map { r => val Array(op, path) = r.split(" ", 2); s"$op stall=0 $path *\n" }.mkString
-    Files.write(new File(work, "rules").toPath, rules.getBytes(StandardCharsets.UTF_8))
+    Files.write(new File(work, "rules").toPath, rules.map(_ + "\n").mkString.getBytes(StandardCharsets.UTF_8))
     val log = new File(work, "ops.log")
     val c = conf("fs.faulty.impl" -> "io.sparkcheckpointstorage.faults.FaultInjectingFileSystem",
       "fs.faulty.impl.disable.cache" -> "true",
@@ -293,6 +296,43 @@ class StorageCheckpointFileManagerSuite extends AnyFunSuite with BeforeAndAfterE
     cancelled.cancel()
     assert(!onDisk("offsets/1"))
     assert(new File(dir, "offsets").list().toSeq == Seq("0"), "no temp files left behind")
+  }
+
+  test("an offset log entry whose close threw leaves no temp file, and a temp file left anyway is no entry of the log") {
+    val remote = s"faulty://${dir.getAbsolutePath}"
+    val offsets = new Path(s"$remote/offsets")
+    val temp = java.util.regex.Pattern.quote(s"${dir.getAbsolutePath}/offsets/") + "\\.0\\..*\\.tmp"
+    // As Spark's offset log writes an entry: close, and cancel when the close threw.
+    def writeFirstEntry(c: Configuration): Unit = {
+      val out = new StorageCheckpointFileManager(offsets, c).createAtomic(new Path(offsets, "0"), false)
+      out.write("v1".getBytes(StandardCharsets.UTF_8))
+      val e = intercept[java.io.IOException](out.close())
+      assert(e.getMessage.contains("Injected fault"), e)
+      out.cancel()
+    }
+    def onDiskNames = new File(dir, "offsets").list().toSeq
+    // Spark's check that a new query's logs are empty: the checkpoint root's file manager lists them.
+    def rootListing(c: Configuration) = new StorageCheckpointFileManager(new Path(remote), c).list(offsets).toSeq
+
+    // The close wrote the temp file, then lost its answer: the temp file is never renamed, and goes.
+    val (closeLost, _) = faulting(s"close after $temp")
+    writeFirstEntry(closeLost)
+    assert(onDiskNames.isEmpty)
+    assert(rootListing(closeLost).isEmpty)
+
+    // Its delete failed too: the temp file stays, but no listing of the log shows it.
+    val (deleteFails, injected) = faulting(s"close after $temp", s"delete before $temp")
+    writeFirstEntry(deleteFails)
+    assert(injected().count(_.startsWith("delete")) == 1)
+    assert(onDiskNames.size == 1 && onDiskNames.head.startsWith(".0.") && onDiskNames.head.endsWith(".tmp"), onDiskNames)
+    assert(rootListing(deleteFails).isEmpty)
+    assert(new StorageCheckpointFileManager(offsets, deleteFails).list(offsets).isEmpty)
+    // The next attempt writes the entry.
+    val (none, _) = faulting()
+    val out = new StorageCheckpointFileManager(offsets, none).createAtomic(new Path(offsets, "0"), false)
+    out.write("v1".getBytes(StandardCharsets.UTF_8))
+    out.close()
+    assert(rootListing(none).map(_.getPath.getName) == Seq("0"))
   }
 
   test("whether the log's next entry exists is answered from memory; an entry another writer created is still refused") {
