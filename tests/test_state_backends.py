@@ -506,6 +506,34 @@ def _check_migrated_transform_with_state(spark, folder, output, rescale_to):
         assert len({r.partition_id for r in rows}) > 2, rows
 
 
+@needs_spark_4
+@pytest.mark.cluster
+def test_transform_with_state_on_rocksdb_survives_executor_kills(tmp_path):
+    """transformWithStateInPandas on RocksDB (changelog checkpointing on) through each of our
+    storages on local-cluster, beside an aggregation, in one driver (the driver storage's
+    queries a variant of support/stateful_operators.py): both executors SIGKILLed inside
+    running batches, one after the other; Spark replaces them and the results equal the batch
+    computation."""
+    import test_stateful_operators as tso
+    names = ["transform_with_state", "aggregation_update"]
+    # Changelog checkpointing on, as EmbeddedRocksDBStateBackend sets it: the changelogs go
+    # through our file manager into the storage.
+    results = tso.run_scenario(tmp_path, "rocksdb", "executor_killed", operators=names, extra={
+        "spark_conf": {CHANGELOG: "true"},
+        "variants": [{"label": "driver", "storage": "driver", "operators": names}]})
+    log = results["log"]
+    killed = [k["executor"] for k in log["killed"]]
+    assert killed == ["0", "1"], log
+    assert all(k["query"].rsplit("/", 1)[-1] in names and k["batch"] >= 0 for k in log["killed"]), log
+    assert log["executors_after_kills"] and not set(log["executors_after_kills"]) & set(killed), log
+    marker = {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}
+    for storage in ("filesystem", "driver"):
+        view = tso.variant_results(results, None if storage == "filesystem" else storage)
+        for name in names:
+            tso.check(view, "rocksdb", name)
+            assert marker[storage] in view["operators"][name]["checkpoint"]["storage"], (storage, name)
+
+
 # --------------------------------------------------------------------------------------
 # Checkpoint format version 2, RocksDB through our file manager
 

@@ -15,9 +15,8 @@ Each link has a batch before it and a batch after it, and the results are checke
 chain ends, so each scenario's results carry the other two's interruptions as well.
 
 Every driver runs all operators' queries side by side (tests/support/stateful_operators.py),
-once per provider, with the other storages' queries (``STORAGE_VARIANTS``: the driver storage,
-``asyncStateWrites`` and, on Spark 4.0 and later, transformWithStateInPandas on RocksDB through
-each storage) beside them; the tests then compare operator by operator.
+once per provider, with the other storages' queries (``STORAGE_VARIANTS``) beside them; the
+tests then compare operator by operator.
 
 The provider comes from ``SCS_TEST_PROVIDER``: ``heap`` (default, ours), ``hdfs`` (Spark's
 ``HDFSBackedStateStoreProvider``), ``rocksdb``, a class name, or several, comma-separated.
@@ -78,18 +77,7 @@ ASYNC_STATE_WRITES = {"spark.sql.streaming.checkpointStorage.fileStateSizeThresh
 DRIVER_VARIANT = {"label": "driver", "storage": "driver", "operators": STORAGE_OPERATORS}
 ASYNC_VARIANT = {"label": ASYNC_STORAGE, "storage": "filesystem", "operators": STORAGE_OPERATORS,
                  "spark_conf": ASYNC_STATE_WRITES}
-#: On Spark 4.0 and later, transformWithStateInPandas on Spark's RocksDB provider, beside an
-#: aggregation on it, through each storage on the same chain, changelog checkpointing on (as
-#: EmbeddedRocksDBStateBackend sets it: the changelogs go through our file manager into the
-#: storage).
-HAS_TRANSFORM_WITH_STATE = tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) >= (4, 0)
-ROCKSDB_CHAIN_OPERATORS = ["transform_with_state", "aggregation_update"]
-ROCKSDB_VARIANTS = [
-    {"label": "rocksdb-" + storage, "provider": "rocksdb", "storage": storage,
-     "operators": ROCKSDB_CHAIN_OPERATORS,
-     "spark_conf": {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}}
-    for storage in ("filesystem", "driver")] if HAS_TRANSFORM_WITH_STATE else []
-STORAGE_VARIANTS = [DRIVER_VARIANT, ASYNC_VARIANT] + ROCKSDB_VARIANTS
+STORAGE_VARIANTS = [DRIVER_VARIANT, ASYNC_VARIANT]
 #: the links of the chain, each checked by tests of its own
 CHAIN_SCENARIOS = ["restart", "executor_killed", "driver_killed"]
 
@@ -295,24 +283,3 @@ def test_async_state_writes(scenario_results, scenario, name):
     else:
         assert [k["executor"] for k in results["log"]["killed"]] == ["0", "1"], results["log"]
     check(results, provider, name)
-
-
-@pytest.mark.skipif(not HAS_TRANSFORM_WITH_STATE, reason="transformWithState came with Spark 4.0")
-@pytest.mark.parametrize("name", ROCKSDB_CHAIN_OPERATORS)
-@pytest.mark.parametrize("storage", ["filesystem", "driver"])
-@pytest.mark.parametrize("scenario", CHAIN_SCENARIOS)
-def test_transform_with_state_on_rocksdb(scenario_results, scenario, storage, name):
-    """transformWithStateInPandas and an aggregation on Spark's RocksDB provider through
-    each of our storages, on the chain: both executors SIGKILLed inside running batches
-    (Spark replaces them), a restart, the driver killed before a batch's commit log; the
-    results equal the batch computation."""
-    results = scenario_results(PROVIDER_NAMES[0], scenario, "rocksdb-" + storage)
-    marker = {"filesystem": "FileSystemCheckpointStorage", "driver": "DriverCheckpointStorage"}
-    assert marker[storage] in storage_of(results, name)
-    if scenario == "driver_killed":
-        check_killed_between_state_commit_and_commit_log(results, name)
-    if scenario == "executor_killed":
-        log = results["log"]
-        assert [k["executor"] for k in log["killed"]] == ["0", "1"], log
-        assert log["executors_after_kills"] and not set(log["executors_after_kills"]) & {"0", "1"}, log
-    check(results, "rocksdb", name)
