@@ -308,17 +308,44 @@ def test_jvm_errors_of_the_launched_jvm_after_a_stopped_session(subproc):
         assert "got %d " % size in line
 
 
-def test_launched_jvm_starts_in_a_session_of_its_own():
+def test_launched_jvm_ignores_ctrl_c_and_goes_with_its_process_group():
     """The JVM get_gateway() launches is started without Python code between fork and exec
-    (unsafe beside a Spark Connect client's gRPC threads): in a session of its own, out of
-    the terminal's process group, so that Ctrl-C still does not reach it (what PySpark's
-    preexec_fn is for); and it still serves the package's classes."""
+    (unsafe beside a Spark Connect client's gRPC threads), and still as PySpark starts its
+    own: it ignores the terminal's Ctrl-C (SIGINT), and it is in the caller's process group,
+    so a kill of the group takes it along; it serves the package's classes."""
     import os
+    import signal
 
     from spark_checkpoint_storage import java_gateway
 
     launched = java_gateway._launch_gateway()
     pid = launched.proc.pid
-    assert os.getsid(pid) == pid
-    assert os.getpgid(pid) != os.getpgrp()
+    with open("/proc/%d/status" % pid) as f:
+        ignored = int([line for line in f if line.startswith("SigIgn:")][0].split()[1], 16)
+    assert ignored & (1 << (signal.SIGINT - 1)), "the JVM does not ignore SIGINT"
+    assert os.getpgid(pid) == os.getpgrp()
     assert launched.jvm.io.sparkcheckpointstorage.BuildInfo.version()
+
+
+def test_the_launch_runs_no_python_between_fork_and_exec(tmp_path):
+    """What get_gateway() hands PySpark to start its JVM drops PySpark's preexec_fn (it
+    never runs) and starts the child with SIGINT ignored, in the caller's process group."""
+    import os
+    import pyspark.java_gateway as pyspark_gateway
+    import signal
+    import subprocess
+
+    from spark_checkpoint_storage import java_gateway
+
+    ran = tmp_path / "preexec-ran"
+    with java_gateway._no_python_between_fork_and_exec():
+        child = pyspark_gateway.Popen(
+            ["sh", "-c", "grep SigIgn: /proc/self/status; ps -o pgid= -p $$"],
+            preexec_fn=lambda: ran.write_text("ran"), stdout=subprocess.PIPE, text=True)
+        out, _ = child.communicate(timeout=60)
+    assert pyspark_gateway.Popen is subprocess.Popen
+    assert not ran.exists()
+    ignored, pgid = out.split("\n")[:2]
+    assert int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)), out
+    assert int(pgid) == os.getpgrp()
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN

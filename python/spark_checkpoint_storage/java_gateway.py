@@ -5,6 +5,7 @@ checkpoint storages can be built and inspected before a SparkSession exists.
 """
 import atexit
 import contextlib
+import signal
 import subprocess
 import threading
 from typing import Any, Iterator, Optional
@@ -66,18 +67,27 @@ def _launch_gateway() -> Any:
 
 @contextlib.contextmanager
 def _no_python_between_fork_and_exec() -> Iterator[None]:
-    """PySpark starts its JVM with a ``preexec_fn`` (the JVM ignores the terminal's Ctrl-C):
-    Python code in the child between fork and exec, which Python documents as unsafe while
-    other threads run. A Spark Connect client's gRPC threads do: the child then died now and
-    then before exec (``JAVA_GATEWAY_EXITED``). A session of its own keeps the JVM out of the
-    terminal's process group, so Ctrl-C still does not reach it, and Python forks without
-    running any of its code in the child."""
+    """PySpark starts its JVM with a ``preexec_fn`` that makes the JVM ignore the terminal's
+    Ctrl-C (SIGINT): Python code in the child between fork and exec, which Python documents as
+    unsafe while other threads run. A Spark Connect client's gRPC threads do: the child then
+    died now and then before exec (``JAVA_GATEWAY_EXITED``). On the main thread, SIGINT is
+    ignored in this process for the moment of the fork instead: an ignored signal stays
+    ignored across fork and exec, and the JVM keeps it so. The JVM stays in the caller's
+    process group, so a kill of the group still takes it along. (Only the main thread may
+    change a signal's handler: from another, PySpark's own launch is used.)"""
     import pyspark.java_gateway as pyspark_gateway
 
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
     def popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
-        if kwargs.pop("preexec_fn", None) is not None:
-            kwargs["start_new_session"] = True
-        return subprocess.Popen(*args, **kwargs)
+        kwargs.pop("preexec_fn", None)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return subprocess.Popen(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     original = pyspark_gateway.Popen
     pyspark_gateway.Popen = popen
