@@ -22,6 +22,14 @@ PACK_SCENARIOS = [
     {"name": "marker-create-before", "first_batch_fails": True,
      "rules": [r"create before {cp}/checkpoint/\.?checkpoint-storage.*"]},
 ]
+#: behind a foreachBatch sink that skips a batch id it wrote (Spark's exactly-once pattern, as
+#: Delta's sink does): the pack is written when the batch's stateful stage ends, so its failure
+#: fails the batch before the sink writes it; were it written at the commit log, after the
+#: sink, the batch's rerun would be skipped and its state lost for good
+SKIPPING_SINK_SCENARIOS = [
+    {"name": "fb-pack-create-before", "sink": "foreachBatch", "rules": ["create before " + PACK]},
+    {"name": "fb-pack-close-after", "sink": "foreachBatch", "rules": ["close after " + PACK]},
+]
 #: state files of their own (the file system storage, every file over the threshold of 0)
 OWN_FILE = r"{cp}/checkpoint/state/0/1/\.?3\.heap-delta.*"
 OWN_FILE_SCENARIOS = [
@@ -38,7 +46,8 @@ LOG_SCENARIOS = [
      "rules": [r"close after {cp}/checkpoint/offsets/\.0\..*\.tmp"]},
 ]
 #: storage -> its scenarios
-STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + OWN_FILE_SCENARIOS + LOG_SCENARIOS, "driver": PACK_SCENARIOS}
+STORAGE_SCENARIOS = {"filesystem": PACK_SCENARIOS + SKIPPING_SINK_SCENARIOS + OWN_FILE_SCENARIOS + LOG_SCENARIOS,
+                     "driver": PACK_SCENARIOS + SKIPPING_SINK_SCENARIOS}
 
 
 def start_phase(tmp_path, storage, phase, scenarios, **extra):

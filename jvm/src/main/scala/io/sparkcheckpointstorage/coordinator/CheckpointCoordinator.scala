@@ -20,8 +20,8 @@ import io.sparkcheckpointstorage.storage.CheckpointStorageOptions
  *
  * It holds the inline state files executors send, bounded by
  * `spark.sql.streaming.checkpointStorage.driver.maxTotalInlineSize`; before a persistent
- * query's batch commits it writes the files received since the last commit as one pack
- * under `<checkpoint>/state-packs/`; it serves them back for restores (from heap, or as a
+ * query's stateful stage ends it writes the files the stage sent as one pack under
+ * `<checkpoint>/state-packs/` (and, before a batch commits, any received since); it serves them back for restores (from heap, or as a
  * range of a pack), rebuilding its index from the packs after a driver restart; and it
  * deletes packs no longer needed. Deleting a whole checkpoint is the query listener's
  * ([[CheckpointStorageQueryListener]]).
@@ -59,6 +59,8 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   val backgroundWrites = new PendingStateWrites()
   private val ownFiles = new OwnStateFiles()
   private val storeFiles = new StoreDirectoryFiles(hadoopConf)
+  private val stageEnds = new StageEnds()
+  private val stageEndWrites = new StageEndWrites()
 
   def heldInlineBytes: Long = held.current
 
@@ -114,6 +116,8 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
           backgroundWrites.finished(id, error)
           storeFiles.pendingDone(root, id, written = error.isEmpty)
           Done
+        case t: StageTaskDone => stageTaskDone(t)
+        case AwaitStageEnd(_, id) => stageEndWrites.poll(id)
       }
     } catch {
       case NonFatal(e) => CoordinatorFailures.toReply(e)
@@ -181,27 +185,45 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
         state.takeEarlyPacked(packed)
       }
     }
+    // The batch's stages all ended: their tasks are not asked about again.
+    stageEnds.forget(root)
     CommittedState(packed, ownFiles.take(root, batchId + 1))
   }
 
   /**
-   * Makes the inline state of `root` received so far durable before its query writes a file
-   * outside its checkpoint in batch `batchId`: an exactly-once sink's log (the file sink's
-   * `_spark_metadata/<batchId>`). Spark does not run a batch again once such a sink committed
-   * it, so the state the batch's tasks sent must be durable first: a failed pack write then
-   * fails the batch before the sink commits, and its rerun sends the state again. So must the
-   * state files executors write in the background (`asyncStateWrites`): a failed one fails the
-   * batch here. The pack is reported with the batch's commit.
+   * A task that wrote state of `t.root` ended. Once every task of its stage has, the state the
+   * stage sent is made durable before the last one may end (Spark's own providers have it
+   * durable then: their tasks write it), whatever follows the stage: a sink that skips a batch
+   * it already wrote (`foreachBatch` keyed by batch id, Delta) never runs the batch's tasks
+   * again, so nothing may depend on the driver that holds the state. The answer is
+   * [[StageEndPending]] while its pack is written, and waits for the state files executors
+   * write in the background (`asyncStateWrites`); a failed write fails the last task, so the
+   * job, so the batch, before any sink commits, and the batch's rerun sends the state again.
+   * The pack is reported with the batch's commit.
    */
-  def beforeSinkCommit(root: String, batchId: Long): Unit = {
-    backgroundWrites.awaitWritten(root, batchId)
-    Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent).foreach { state =>
-      state.commitLock.synchronized {
-        writeMarker(state)
-        state.packedEarly(writePack(state, batchId))
-      }
+  private def stageTaskDone(t: StageTaskDone): CoordinatorReply =
+    if (!stageEnds.taskEnded(t.root, t.stageId, t.partitionId, t.numPartitions)) Done
+    else {
+      val unpacked = Option(roots.get(t.root)).flatMap(_.loaded).exists(s => s.persistent && s.hasUnpacked)
+      if (!unpacked && backgroundWrites.settled(t.root)) Done
+      else StageEndPending(stageEndWrites.start(t.root)(makeStageDurable(t.root, t.batchId)))
     }
-  }
+
+  private def makeStageDurable(root: String, batchId: Long): Unit =
+    try {
+      backgroundWrites.awaitWritten(root, batchId, forget = false)
+      Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent).foreach { state =>
+        state.commitLock.synchronized {
+          writeMarker(state)
+          state.packedEarly(writePack(state, batchId))
+        }
+      }
+    } catch {
+      case NonFatal(e) =>
+        val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
+        monitor.foreach(_.commitFailed(root, batchId, kind, String.valueOf(e.getMessage)))
+        throw e
+    }
 
   private def writePack(state: RootState, batchId: Long): Option[PackedBatch] = {
     val pending = state.takePending()
@@ -285,6 +307,8 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   /** Forgets what `root`'s running query needed: maintenance, background writes, its state files' listings. */
   private def forgetQuery(root: String): Unit = {
     committedRoots.remove(root)
+    stageEnds.forget(root)
+    stageEndWrites.forget(root)
     backgroundWrites.forget(root)
     ownFiles.forget(root)
     storeFiles.forget(root)

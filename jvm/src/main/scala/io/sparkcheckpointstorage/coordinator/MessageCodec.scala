@@ -31,7 +31,7 @@ object MessageCodec {
   private val Magic1 = 'C'.toByte
   private val Magic2 = 'M'.toByte
   /** Bump on any change of the layout below; a peer of another version is refused clearly. */
-  val FormatVersion: Byte = 6
+  val FormatVersion: Byte = 7
   private val HeaderSize = 5
   /** The longest path or message a message carries. */
   val MaxStringBytes: Int = 64 * 1024
@@ -41,10 +41,10 @@ object MessageCodec {
   private object Tag {
     val Put: Byte = 1; val Get: Byte = 2; val Exists: Byte = 3; val List: Byte = 4; val Delete: Byte = 5
     val Batch: Byte = 6; val WritePending: Byte = 7; val WriteDone: Byte = 8; val Maintenance: Byte = 9
-    val OwnFile: Byte = 10; val ListStore: Byte = 11
+    val OwnFile: Byte = 10; val ListStore: Byte = 11; val StageTaskDone: Byte = 12; val AwaitStageEnd: Byte = 13
     val Done: Byte = 16; val NotInline: Byte = 17; val IsInline: Byte = 18; val Bytes: Byte = 19
     val InPack: Byte = 20; val Listing: Byte = 21; val Failed: Byte = 22; val Replies: Byte = 23
-    val StoreListing: Byte = 24
+    val StoreListing: Byte = 24; val StageEndPending: Byte = 25
   }
 
   /** Several encoded requests as one message, answered by one [[encodeReplies]] message. */
@@ -130,6 +130,16 @@ object MessageCodec {
       encoded.foreach(w.string); w.long(bytes)
       w.done()
     case WriteDone(root, rel, id, error) => strings(Tag.WriteDone, root, rel, id, truncate(error))
+    case StageTaskDone(root, batchId, stageId, partitionId, numPartitions) =>
+      val r = utf8(root)
+      val w = new Writer(Tag.StageTaskDone, 4 + r.length + 8 + 12)
+      w.string(r); w.long(batchId); w.int(stageId); w.int(partitionId); w.int(numPartitions)
+      w.done()
+    case AwaitStageEnd(root, id) =>
+      val r = utf8(root)
+      val w = new Writer(Tag.AwaitStageEnd, 4 + r.length + 8)
+      w.string(r); w.long(id)
+      w.done()
     case FromMaintenance(inner) =>
       val nested = encode(inner)
       val w = new Writer(Tag.Maintenance, 4 + nested.length)
@@ -164,6 +174,10 @@ object MessageCodec {
       w.bool(onFileSystem.isDefined)
       onFileSystem.foreach(w.files(ownNames, _))
       w.done()
+    case StageEndPending(id) =>
+      val w = new Writer(Tag.StageEndPending, 8)
+      w.long(id)
+      w.done()
     case Failed(kind, message, file) =>
       val (m, f) = (utf8(truncate(message)), utf8(file))
       val w = new Writer(Tag.Failed, 1 + 8 + m.length + f.length)
@@ -188,6 +202,8 @@ object MessageCodec {
       case Tag.OwnFile => OwnFileWritten(r.string(), r.string(), r.long())
       case Tag.WritePending => WritePending(r.string(), r.string(), r.string(), r.string(), r.long())
       case Tag.WriteDone => WriteDone(r.string(), r.string(), r.string(), r.string())
+      case Tag.StageTaskDone => StageTaskDone(r.string(), r.long(), r.int(), r.int(), r.int())
+      case Tag.AwaitStageEnd => AwaitStageEnd(r.string(), r.long())
       case Tag.Maintenance =>
         val inner = r.nested("the maintenance request")
         if (inner.tag == Tag.Maintenance) throw r.malformed("a maintenance request inside another")
@@ -209,6 +225,7 @@ object MessageCodec {
       case Tag.IsInline => IsInline
       case Tag.Bytes => InlineBytes(r.bytes())
       case Tag.InPack => InPack(r.string(), r.long(), r.int(), r.int())
+      case Tag.StageEndPending => StageEndPending(r.long())
       case Tag.Listing => Listing(r.files())
       case Tag.StoreListing =>
         val inline = r.files()

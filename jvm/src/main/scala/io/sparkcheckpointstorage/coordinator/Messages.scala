@@ -51,6 +51,19 @@ final case class WritePending(root: String, relPath: String, writeId: String, ex
 final case class WriteDone(root: String, relPath: String, writeId: String, error: String) extends CoordinatorRequest
 
 /**
+ * A task of stage `stageId` (`numPartitions` tasks) that wrote state files of checkpoint
+ * `root` for batch `batchId` ended: the task of partition `partitionId`. Once every partition
+ * of the stage has ended, the batch's state the stage sent is made durable before the last
+ * task may end ([[StageEndPending]]), so that nothing after the stage (a sink's commit, the
+ * commit log) depends on the driver that holds it.
+ */
+final case class StageTaskDone(root: String, batchId: Long, stageId: Int, partitionId: Int, numPartitions: Int)
+  extends CoordinatorRequest
+
+/** Whether the durable write [[StageEndPending]] `id` announced is done (answered at once, never waited on). */
+final case class AwaitStageEnd(root: String, id: Long) extends CoordinatorRequest
+
+/**
  * `request`, sent by state store maintenance (a snapshot, a cleanup) rather than by a task or
  * the driver ([[StateMaintenanceScope]]). It is answered only while the checkpoint's query runs
  * in this driver, and refused otherwise: the maintenance of a stopped query's stores, which
@@ -71,6 +84,12 @@ final case class InlineBytes(bytes: Array[Byte]) extends CoordinatorReply
 /** The file is in a pack on the checkpoint file system: read `length` bytes at `offset`. */
 final case class InPack(pack: String, offset: Long, length: Int, crc: Int) extends CoordinatorReply
 final case class Listing(files: Seq[(String, Long)]) extends CoordinatorReply
+/**
+ * The stage's state is being made durable as write `id` (a pack, the background writes it
+ * waits for): the last task asks [[AwaitStageEnd]] until the answer is [[Done]] or [[Failed]].
+ * The driver's one RPC thread never waits on the file system for it.
+ */
+final case class StageEndPending(id: Long) extends CoordinatorReply
 /**
  * A store directory's inline files (relative paths) and, when the driver knows them, its
  * files of their own and subdirectories (names; a directory's length is -1); None: list the

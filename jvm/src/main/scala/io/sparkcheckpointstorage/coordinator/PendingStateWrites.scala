@@ -49,25 +49,30 @@ final class PendingStateWrites(timeoutMs: Long = PendingStateWrites.DefaultTimeo
   private def fail(w: Write, why: String): Unit =
     failures(w.root) = failures.getOrElse(w.root, Vector.empty) :+ s"${w.relPath}: $why"
 
+  /** Whether every write of `root` is finished and none failed since its last commit. */
+  def settled(root: String): Boolean = synchronized(!pending.values.exists(_.root == root) && !failures.contains(root))
+
   /** How many writes of `root` are not finished yet. */
   def inFlight(root: String): Int = synchronized(pending.values.count(_.root == root))
 
   /**
    * Returns once every write announced for `root` is written; throws a [[StateNotDurableException]]
    * naming the files and why when one failed, was lost, or did not end within the timeout.
-   * A failure is reported once: the batch replayed after a restart starts clean.
+   * A failure is reported once (`forget` = true, the batch's commit): the batch replayed after
+   * a restart starts clean. A stage's end keeps it (`forget` = false): a retry of the stage's
+   * last task, which rewrites only its own files, fails again, and so does the batch's commit.
    */
-  def awaitWritten(root: String, batchId: Long): Unit = synchronized {
+  def awaitWritten(root: String, batchId: Long, forget: Boolean = true): Unit = synchronized {
     val deadline = System.nanoTime() + timeoutMs * 1000000L
     def waiting = pending.values.filter(_.root == root)
     while (waiting.nonEmpty && failures.get(root).isEmpty && System.nanoTime() < deadline) {
       wait(math.max(1L, (deadline - System.nanoTime()) / 1000000L))
     }
-    val failed = failures.remove(root).getOrElse(Vector.empty)
+    val failed = (if (forget) failures.remove(root) else failures.get(root)).getOrElse(Vector.empty)
     val late = if (failed.isEmpty) waiting.map(w => s"${w.relPath}: not written by executor " +
       s"${w.executorId} within ${timeoutMs / 1000} s").toVector else Vector.empty
     if (failed.nonEmpty || late.nonEmpty) {
-      dropPending(root)
+      if (forget) dropPending(root)
       val files = failed ++ late
       throw new StateNotDurableException(s"Batch $batchId of the streaming query with checkpoint $root cannot " +
         s"commit: ${files.size} state file(s) written in the background " +

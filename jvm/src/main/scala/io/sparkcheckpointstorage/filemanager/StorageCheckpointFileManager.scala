@@ -25,8 +25,10 @@ import io.sparkcheckpointstorage.storage.{CheckpointStorage, CheckpointStorageLo
  *
  * State files (`<checkpoint>/state/...`) go where the checkpoint storage places them:
  * inline to the driver's coordinator, or to files of their own. Every other checkpoint file
- * (offsets, commits, metadata) is written as a file; creating `commits/<N>` first makes the
- * batch's inline state durable, so a commit is never visible without its state. Reads,
+ * (offsets, commits, metadata) is written as a file. A stage that wrote state ends only once
+ * the coordinator made that state durable ([[StageEndDurability]]), as Spark's own providers
+ * have it durable when their tasks end; creating `commits/<N>` checks the batch's state is
+ * all durable, so a commit is never visible without its state. Reads,
  * listings and deletes see inline and real files alike, so a state store provider cannot
  * tell the difference.
  */
@@ -108,8 +110,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     listed
   }
 
-  private def createFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
-    CheckpointPaths.splitState(qualified(p)) match {
+  private def createFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream = {
+    val state = CheckpointPaths.splitState(qualified(p))
+    // A task writing state: its stage's end waits until the state is durable.
+    for ((root, rel) <- state; task <- Option(TaskContext.get())) StageEndDurability.track(task, root, rel)
+    state match {
       case Some((root, rel)) if StateFileNaming.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {
           throw new org.apache.hadoop.fs.FileAlreadyExistsException(s"$p already exists")
@@ -124,7 +129,6 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
           bytes => CoordinatorClient.ask(OwnFileWritten(root, rel, bytes)))
       case _ =>
-        CheckpointPaths.logDirRoot(qualified(p).getParent).foreach(StorageCheckpointFileManager.queryThreadOf)
         ownLogEntry(p) match {
           case Some(entry) => new OnWrittenStream(createLogFile(p, overwriteIfPossible), _ => {
             logEntryWritten(entry)
@@ -137,6 +141,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
           case None => createLogFile(p, overwriteIfPossible)
         }
     }
+  }
 
   private def createLogFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     (CheckpointPaths.commit(qualified(p)), DriverRuntime.coordinator) match {
@@ -145,9 +150,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
         // The tab learns of the batch once commits/<batch> is closed, i.e. written.
         new OnWrittenStream(FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf),
           _ => coordinator.batchCommitted(root, batch, packed))
-      case _ =>
-        beforeQueryWritesOutside(qualified(p))
-        FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
+      case _ => FileSystemOperations.createAtomic(p, overwriteIfPossible, hadoopConf)
     }
 
   /** The entry number of `p` when it is an entry of the log this file manager serves. */
@@ -166,19 +169,6 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
     newestLogEntry = Some((listed.flatMap(s => CheckpointPaths.logEntryBatch(s.getPath.getName)) :+ -1L).max)
   }
 
-  /**
-   * A file the driver writes through a file manager on a query's thread, outside the query's
-   * checkpoint, is an exactly-once sink's log (the file sink's `_spark_metadata/<batch>`):
-   * once it is written, Spark never runs the batch's tasks again, so the query's inline state
-   * is made durable first. Inside the checkpoint, only the query's own logs are written there.
-   */
-  private def beforeQueryWritesOutside(p: Path): Unit = if (TaskContext.get() == null) {
-    StorageCheckpointFileManager.queryRootOfThread.foreach { root =>
-      if (!p.toString.startsWith(root + "/")) DriverRuntime.coordinator.foreach(
-        _.beforeSinkCommit(root, StorageCheckpointFileManager.batchOfLogFile(p.getName).getOrElse(-1L)))
-    }
-  }
-
   override def open(p: Path): FSDataInputStream = {
     if (purgedPending(p)) throw new FileNotFoundException(s"$p was purged")
     val inline = CheckpointPaths.splitState(qualified(p)).flatMap { case (root, rel) =>
@@ -193,10 +183,7 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
   override def list(dir: Path, filter: PathFilter): Array[FileStatus] = {
     // Spark lists the commit and offset logs on the driver before a query's first batch: the
     // moment to read a restarted query's packs, on the query's thread rather than the RPC's.
-    CheckpointPaths.logDirRoot(qualified(dir)).foreach { root =>
-      StorageCheckpointFileManager.queryThreadOf(root)
-      DriverRuntime.coordinator.foreach(_.prepare(root))
-    }
+    CheckpointPaths.logDirRoot(qualified(dir)).foreach(root => DriverRuntime.coordinator.foreach(_.prepare(root)))
     // One listing, no existence probe first: on an object store a probe is a HEAD and a
     // LIST of its own, on HDFS a namenode RPC.
     val real = {
@@ -370,19 +357,6 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 }
 
 object StorageCheckpointFileManager {
-  /**
-   * The checkpoint root of the query whose thread this is, on the driver: Spark's query thread
-   * lists and writes the query's offset and commit logs through the file manager, and runs its
-   * sink, whose own log a different file manager writes (see `beforeQueryWritesOutside`).
-   */
-  private val queryRoot = new ThreadLocal[String]
-
-  private def queryThreadOf(root: String): Unit = if (TaskContext.get() == null) queryRoot.set(root)
-
-  private def queryRootOfThread: Option[String] = Option(queryRoot.get)
-
-  private val LogFile = """^(\d+)(?:\.compact)?$""".r
-
   /** Checkpoint roots of queries starting on this driver whose commit log is not yet checked. */
   private val startingRoots = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
@@ -395,12 +369,6 @@ object StorageCheckpointFileManager {
       s"Run `python -m spark_checkpoint_storage repair $root` to bring the checkpoint back to it: the query " +
       "then runs the later batches again from its source (an exactly-once sink skips those it committed; " +
       "see \"Repairing a checkpoint\" in the operations guide)."
-  }
-
-  /** The batch of a metadata log's file (`<batch>` or `<batch>.compact`). */
-  private def batchOfLogFile(name: String): Option[Long] = name match {
-    case LogFile(b) => Some(b.toLong)
-    case _ => None
   }
 }
 

@@ -306,7 +306,87 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     assert(c.beforeCommit(root, 3).ownFiles.isEmpty)
   }
 
-  test("a pack written before a sink's commit is reported with the batch's commit, and leftovers of failed writes go") {
+  /** The last answer to the end of task `partition` of `stage` (of `of`), its pack's polls followed to the end. */
+  private def taskEnds(c: CheckpointCoordinator, root: String, batch: Long, stage: Int, partition: Int,
+      of: Int): CoordinatorReply = {
+    var reply = c.handle(StageTaskDone(root, batch, stage, partition, of))
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60)
+    while (reply.isInstanceOf[StageEndPending] && System.nanoTime() < deadline) {
+      Thread.sleep(5)
+      reply = c.handle(AwaitStageEnd(root, reply.asInstanceOf[StageEndPending].id))
+    }
+    reply
+  }
+
+  test("a stage's last task is answered only once the pack of the stage's state is written") {
+    val (dir, root) = newRoot("q")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    c.beforeCommit(root, 0)
+    c.handle(put(root, "state/0/0/2.heap-delta", "p0"))
+    assert(c.handle(StageTaskDone(root, 1, 7, 0, 2)) == Done, "a stage with a task running writes no pack")
+    assert(!new File(dir, "state-packs/2.pack").exists())
+    c.handle(put(root, "state/0/1/2.heap-delta", "p1"))
+    val last = c.handle(StageTaskDone(root, 1, 7, 1, 2))
+    assert(last.isInstanceOf[StageEndPending], last)
+    assert(taskEnds(c, root, 1, 7, 1, 2) == Done)
+    assert(new File(dir, "state-packs/2.pack").exists(), "the last task's answer waits for the pack")
+    // A stage of another operator in the same batch gets a pack of its own.
+    c.handle(put(root, "state/1/0/2.heap-delta", "o1"))
+    assert(taskEnds(c, root, 1, 8, 0, 1) == Done)
+    assert(new File(dir, "state-packs/3.pack").exists())
+    // The batch's commit writes no pack: it reports those of its stages.
+    val packed = c.beforeCommit(root, 1).packed
+    assert(packed.map(p => (p.files.map(_._1).toSet, p.packName)).contains(
+      (Set("state/0/0/2.heap-delta", "state/0/1/2.heap-delta", "state/1/0/2.heap-delta"), "3.pack")))
+    assert(!new File(dir, "state-packs/4.pack").exists())
+    val restarted = new CheckpointCoordinator(conf, Long.MaxValue)
+    assert(Seq("state/0/0/2.heap-delta", "state/0/1/2.heap-delta", "state/1/0/2.heap-delta").map(read(restarted, root, _)) ==
+      Seq(Some("p0"), Some("p1"), Some("o1")))
+  }
+
+  test("a failed pack write fails the stage's last task; its rerun writes the pack, and a task run again writes none") {
+    val (dir, root) = newRoot("q")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    c.handle(put(root, "state/0/1/1.heap-delta", "w1"))
+    assert(c.handle(StageTaskDone(root, 0, 3, 1, 2)) == Done)
+    // Pack 1 cannot be written: a file stands where its directory goes.
+    Files.write(new File(dir, "state-packs").toPath, Array[Byte](1))
+    val failed = taskEnds(c, root, 0, 3, 0, 2)
+    assert(failed.isInstanceOf[Failed] && failed.asInstanceOf[Failed].kind == FailureKind.Io, failed)
+    assert(new File(dir, "state-packs").delete())
+    // The task runs again, sends the same state, and ends: the pack is written now.
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    assert(taskEnds(c, root, 0, 3, 0, 2) == Done)
+    assert(new File(dir, "state-packs/1.pack").exists())
+    // A task of the stage run again after that (a speculative copy, a resubmitted stage) sends the same bytes.
+    c.handle(put(root, "state/0/1/1.heap-delta", "w1"))
+    assert(c.handle(StageTaskDone(root, 0, 3, 1, 2)) == Done, "nothing is left to pack")
+    c.beforeCommit(root, 0)
+    assert(!new File(dir, "state-packs/2.pack").exists(), "a second commit of a partition writes no second pack")
+    assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/1/1.heap-delta").contains("w1"))
+  }
+
+  test("a stage's last task waits for the state files written in the background, and fails with one that failed") {
+    val (_, root) = newRoot("q")
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(WritePending(root, "state/0/0/1.heap-delta", "w-1", "exec-1", 10L))
+    val pending = c.handle(StageTaskDone(root, 0, 2, 0, 1))
+    assert(pending.isInstanceOf[StageEndPending], pending)
+    val id = pending.asInstanceOf[StageEndPending].id
+    Thread.sleep(50)
+    assert(c.handle(AwaitStageEnd(root, id)) == pending, "the background write is not done")
+    c.handle(WriteDone(root, "state/0/0/1.heap-delta", "w-1", "No space left on device"))
+    var failed = c.handle(AwaitStageEnd(root, id))
+    while (failed == pending) { Thread.sleep(5); failed = c.handle(AwaitStageEnd(root, id)) }
+    assert(failed.isInstanceOf[Failed] && failed.asInstanceOf[Failed].message.contains("No space left on device"), failed)
+    // The last task run again rewrites its own files only: it fails again, and so does the commit.
+    assert(taskEnds(c, root, 0, 2, 0, 1).isInstanceOf[Failed])
+    intercept[StateNotDurableException](c.beforeCommit(root, 0))
+  }
+
+  test("a pack written at a stage's end is reported with the batch's commit, and leftovers of failed writes go") {
     val (dir, root) = newRoot("q")
     val c = new CheckpointCoordinator(conf, Long.MaxValue)
     c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
@@ -315,8 +395,8 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     Files.write(leftover.toPath, Array[Byte](1))
     c.beforeCommit(root, 0)
     c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
-    c.beforeSinkCommit(root, 1)
-    assert(new File(dir, "state-packs/2.pack").exists(), "the sink's commit waits for the pack")
+    assert(taskEnds(c, root, 1, 5, 0, 1) == Done)
+    assert(new File(dir, "state-packs/2.pack").exists(), "the stage's end waits for the pack")
     val packed = c.beforeCommit(root, 1).packed
     assert(packed.map(p => (p.files.map(_._1), p.packName)).contains((Seq("state/0/0/2.heap-delta"), "2.pack")))
     assert(packed.map(_.packBytes).contains(new File(dir, "state-packs/2.pack").length()))

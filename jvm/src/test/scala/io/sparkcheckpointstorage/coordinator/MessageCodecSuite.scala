@@ -19,13 +19,14 @@ class MessageCodecSuite extends AnyFunSuite {
     WriteDone("r", "state/0/1/3.heap-delta", "w-1", ""), WriteDone("r", "x", "w-2", "No space left on device"),
     FromMaintenance(put.copy(relPath = "state/0/1/4.heap-snapshot")), FromMaintenance(ListInline("r", "state/0/1")),
     FromMaintenance(DeleteInline("r", "state/0/1/1.heap-delta")), ListStore("r", "state/0/1"),
-    FromMaintenance(ListStore("r", "state/0/1/left-keyToNumValues")))
+    FromMaintenance(ListStore("r", "state/0/1/left-keyToNumValues")),
+    StageTaskDone("r", 1L << 40, 17, 3, 200), AwaitStageEnd("r", Long.MaxValue))
 
   private val replies: Seq[CoordinatorReply] = Seq(Done, NotInline, IsInline,
     InlineBytes(Array.tabulate[Byte](1000)(_.toByte)), InPack("file:/cp/state-packs/3.pack", 1L << 33, 77, -5),
     Listing(Nil), Listing(Seq("state/0/0/1.heap-delta" -> 10L, "state/0/0/2.heap-delta" -> 0L)),
     StoreListing(Nil, None), StoreListing(Seq("state/0/0/1.heap-delta" -> 10L), Some(Nil)),
-    StoreListing(Nil, Some(Seq("7.heap-snapshot" -> (1L << 32), "_metadata" -> -1L)))) ++
+    StoreListing(Nil, Some(Seq("7.heap-snapshot" -> (1L << 32), "_metadata" -> -1L))), StageEndPending(42L)) ++
     FailureKind.all.map(k => Failed(k, s"message of $k", "file:/cp/state-packs/1.pack"))
 
   /** Case classes holding arrays compare them by reference: compare their content. */
