@@ -8,8 +8,11 @@ The three scenarios are links of one chain of driver processes on one set of che
   own JVMs), SIGKILLs an executor JVM inside a running batch, twice; Spark starts new
   executors and the state is restored on them; the driver then stops its queries cleanly;
 - ``restart``: a new driver process starts the queries again on the same checkpoints;
-- ``driver_killed``: that driver, on ``local-cluster``, is SIGKILLed between the state commit
-  of a batch and its ``commits/N``; a third driver (``local[2]``) resumes and feeds the rest.
+- ``driver_killed``: that driver, on ``local-cluster``, is SIGKILLed right after its sinks
+  wrote a batch, before its ``commits/N``; a third driver (``local[2]``) resumes and feeds the
+  rest. The ``foreachBatch`` sinks skip a batch id they wrote without reading it (Spark's
+  exactly-once pattern, as Delta's sink does), so the resumed batch runs no stateful task:
+  its state must have been durable when its stage ended.
 
 Each link has a batch before it and a batch after it, and the results are checked once the
 chain ends, so each scenario's results carry the other two's interruptions as well.

@@ -186,7 +186,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
       }
     }
     // The batch's stages all ended: their tasks are not asked about again.
-    stageEnds.forget(root)
+    stageEnds.forget(root, upTo = batchId)
     CommittedState(packed, ownFiles.take(root, batchId + 1))
   }
 
@@ -202,7 +202,7 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * The pack is reported with the batch's commit.
    */
   private def stageTaskDone(t: StageTaskDone): CoordinatorReply =
-    if (!stageEnds.taskEnded(t.root, t.stageId, t.partitionId, t.numPartitions)) Done
+    if (!stageEnds.taskEnded(t.root, t.batchId, t.stageId, t.partitionId, t.numPartitions)) Done
     else {
       val unpacked = Option(roots.get(t.root)).flatMap(_.loaded).exists(s => s.persistent && s.hasUnpacked)
       if (!unpacked && backgroundWrites.settled(t.root)) Done

@@ -10,20 +10,27 @@ import scala.collection.mutable
  * application, so a root's stages are forgotten once its batch commits or its query stops.
  */
 private[coordinator] final class StageEnds {
-  private val ended = mutable.Map[(String, Int), mutable.BitSet]()
+  /** (root, stage) -> the newest batch its tasks wrote state of, and the partitions ended. */
+  private val ended = mutable.Map[(String, Int), (Long, mutable.BitSet)]()
 
   /**
    * The task of partition `partitionId` of stage `stageId` (of `numPartitions`) ended after
-   * writing state of `root`; returns whether every partition of the stage has.
+   * writing state of `root` for batch `batchId`; returns whether every partition of the stage has.
    */
-  def taskEnded(root: String, stageId: Int, partitionId: Int, numPartitions: Int): Boolean = synchronized {
-    val done = ended.getOrElseUpdate((root, stageId), mutable.BitSet())
-    done += partitionId
-    done.size >= numPartitions
-  }
+  def taskEnded(root: String, batchId: Long, stageId: Int, partitionId: Int, numPartitions: Int): Boolean =
+    synchronized {
+      val (batch, done) = ended.getOrElse((root, stageId), (batchId, mutable.BitSet()))
+      done += partitionId
+      ended((root, stageId)) = (math.max(batch, batchId), done)
+      done.size >= numPartitions
+    }
 
-  /** Forgets the stages of `root`: its batch committed, or its query stopped. */
-  def forget(root: String): Unit = synchronized {
-    ended.keys.filter(_._1 == root).toList.foreach(ended.remove)
+  /**
+   * Forgets the stages of `root` up to batch `upTo`: that batch committed (a later batch's
+   * stage may already run, with asynchronous progress tracking), or, with the default, the
+   * query stopped.
+   */
+  def forget(root: String, upTo: Long = Long.MaxValue): Unit = synchronized {
+    ended.collect { case (key @ (r, _), (batch, _)) if r == root && batch <= upTo => key }.toList.foreach(ended.remove)
   }
 }

@@ -335,11 +335,18 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.handle(put(root, "state/1/0/2.heap-delta", "o1"))
     assert(taskEnds(c, root, 1, 8, 0, 1) == Done)
     assert(new File(dir, "state-packs/3.pack").exists())
+    // A stage of the next batch already runs (asynchronous progress tracking): its ended task
+    // still counts after this batch's commit.
+    c.handle(OwnFileWritten(root, "state/0/0/3.heap-delta", 10L))
+    assert(c.handle(StageTaskDone(root, 2, 9, 0, 2)) == Done)
     // The batch's commit writes no pack: it reports those of its stages.
     val packed = c.beforeCommit(root, 1).packed
     assert(packed.map(p => (p.files.map(_._1).toSet, p.packName)).contains(
       (Set("state/0/0/2.heap-delta", "state/0/1/2.heap-delta", "state/1/0/2.heap-delta"), "3.pack")))
     assert(!new File(dir, "state-packs/4.pack").exists())
+    c.handle(put(root, "state/0/1/3.heap-delta", "n1"))
+    assert(taskEnds(c, root, 2, 9, 1, 2) == Done)
+    assert(new File(dir, "state-packs/4.pack").exists(), "the next batch's stage ended with both its tasks")
     val restarted = new CheckpointCoordinator(conf, Long.MaxValue)
     assert(Seq("state/0/0/2.heap-delta", "state/0/1/2.heap-delta", "state/1/0/2.heap-delta").map(read(restarted, root, _)) ==
       Seq(Some("p0"), Some("p1"), Some("o1")))
