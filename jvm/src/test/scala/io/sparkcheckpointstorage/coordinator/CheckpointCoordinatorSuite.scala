@@ -73,6 +73,15 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
       case other => fail(s"GetInline($root, $rel) answered $other")
     }
 
+  /** A new checkpoint of query `queryId` whose batch 0 committed one inline file (pack 1), and its coordinator. */
+  private def afterFirstBatch(queryId: String): (File, String, CheckpointCoordinator) = {
+    val (dir, root) = newRoot(queryId)
+    val c = new CheckpointCoordinator(conf, Long.MaxValue)
+    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
+    c.beforeCommit(root, 0)
+    (dir, root, c)
+  }
+
   private def async[T](body: => T): Future[T] = pool.submit(new Callable[T] { def call(): T = body })
 
   /** The result of `f`; a minute without one means it waited on something it must not. */
@@ -237,10 +246,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a query that stops after a failed pack write leaves its unpacked state for the next run's commit") {
-    val (dir, root) = newRoot("q")
-    val c = new CheckpointCoordinator(conf, Long.MaxValue)
-    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
-    c.beforeCommit(root, 0)
+    val (dir, root, c) = afterFirstBatch("q")
     c.handle(put(root, "state/0/0/2.heap-delta", "v2"))
     Files.write(new File(dir, "state-packs/2.pack").toPath, Array[Byte](1))  // pack 2 exists: its write fails
     intercept[java.io.IOException](c.beforeCommit(root, 1))
@@ -319,10 +325,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
   }
 
   test("a stage's last task is answered only once the pack of the stage's state is written") {
-    val (dir, root) = newRoot("q")
-    val c = new CheckpointCoordinator(conf, Long.MaxValue)
-    c.handle(put(root, "state/0/0/1.heap-delta", "v1"))
-    c.beforeCommit(root, 0)
+    val (dir, root, c) = afterFirstBatch("q")
     c.handle(put(root, "state/0/0/2.heap-delta", "p0"))
     assert(c.handle(StageTaskDone(root, 1, 7, 0, 2)) == Done, "a stage with a task running writes no pack")
     assert(!new File(dir, "state-packs/2.pack").exists())
