@@ -161,8 +161,11 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
    * Returns the batch's state for the checkpoints tab: what its packs hold, and the files of
    * their own the executors reported.
    */
-  def beforeCommit(root: String, batchId: Long): CommittedState =
-    try packForCommit(root, batchId) catch {
+  def beforeCommit(root: String, batchId: Long): CommittedState = reportingFailure(root, batchId)(packForCommit(root, batchId))
+
+  /** `body`, whose failure is reported to the monitor as batch `batchId`'s failed commit, and rethrown. */
+  private def reportingFailure[T](root: String, batchId: Long)(body: => T): T =
+    try body catch {
       case e: Exception =>
         val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
         monitor.foreach(_.commitFailed(root, batchId, kind, String.valueOf(e.getMessage)))
@@ -204,26 +207,26 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   private def stageTaskDone(t: StageTaskDone): CoordinatorReply =
     if (!stageEnds.taskEnded(t.root, t.batchId, t.stageId, t.partitionId, t.numPartitions)) Done
     else {
-      val unpacked = Option(roots.get(t.root)).flatMap(_.loaded).exists(s => s.persistent && s.hasUnpacked)
-      if (!unpacked && backgroundWrites.settled(t.root)) Done
+      val unpacked = loadedPersistent(t.root).exists(_.hasUnpacked)
+      // A copy of the last task (speculative, or run again) that ends while the stage's pack is
+      // written waits for it too: a new write queues behind it on the root's commit lock.
+      if (!unpacked && backgroundWrites.settled(t.root) && !stageEndWrites.running(t.root)) Done
       else StageEndPending(stageEndWrites.start(t.root)(makeStageDurable(t.root, t.batchId)))
     }
 
-  private def makeStageDurable(root: String, batchId: Long): Unit =
-    try {
-      backgroundWrites.awaitWritten(root, batchId, forget = false)
-      Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent).foreach { state =>
-        state.commitLock.synchronized {
-          writeMarker(state)
-          state.packedEarly(writePack(state, batchId))
-        }
+  private def makeStageDurable(root: String, batchId: Long): Unit = reportingFailure(root, batchId) {
+    backgroundWrites.awaitWritten(root, batchId, forget = false)
+    loadedPersistent(root).foreach { state =>
+      state.commitLock.synchronized {
+        writeMarker(state)
+        state.packedEarly(writePack(state, batchId))
       }
-    } catch {
-      case NonFatal(e) =>
-        val kind = if (e.isInstanceOf[StateNotDurableException]) "StateWrite" else "Pack"
-        monitor.foreach(_.commitFailed(root, batchId, kind, String.valueOf(e.getMessage)))
-        throw e
     }
+  }
+
+  /** `root`'s state when this driver holds it and packs it (looked up only: never loaded from disk). */
+  private def loadedPersistent(root: String): Option[RootState] =
+    Option(roots.get(root)).flatMap(_.loaded).filter(_.persistent)
 
   private def writePack(state: RootState, batchId: Long): Option[PackedBatch] = {
     val pending = state.takePending()

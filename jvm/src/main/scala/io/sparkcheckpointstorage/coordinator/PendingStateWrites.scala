@@ -50,7 +50,7 @@ final class PendingStateWrites(timeoutMs: Long = PendingStateWrites.DefaultTimeo
     failures(w.root) = failures.getOrElse(w.root, Vector.empty) :+ s"${w.relPath}: $why"
 
   /** Whether every write of `root` is finished and none failed since its last commit. */
-  def settled(root: String): Boolean = synchronized(!pending.values.exists(_.root == root) && !failures.contains(root))
+  def settled(root: String): Boolean = synchronized(inFlight(root) == 0 && !failures.contains(root))
 
   /** How many writes of `root` are not finished yet. */
   def inFlight(root: String): Int = synchronized(pending.values.count(_.root == root))

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.Path
 
 import io.sparkcheckpointstorage.layout.CheckpointPaths
 import io.sparkcheckpointstorage.monitoring.PackedBatch
-import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackIndex}
+import io.sparkcheckpointstorage.packs.{CheckpointPacks, PackIndex, StatePack}
 
 /** An inline file: bytes in heap (null once released to its pack), and its pack once packed. */
 private[coordinator] final class InlineFile(var bytes: Array[Byte], val length: Int) {
@@ -97,11 +97,8 @@ private[coordinator] final class RootState(val root: String, val persistent: Boo
   }
 
   private def sameBytes(f: InlineFile, bytes: Array[Byte]): Boolean =
-    f.length == bytes.length && (if (f.bytes != null) java.util.Arrays.equals(f.bytes, bytes) else {
-      val crc = new java.util.zip.CRC32()
-      crc.update(bytes)
-      crc.getValue.toInt == f.crc
-    })
+    f.length == bytes.length &&
+      (if (f.bytes != null) java.util.Arrays.equals(f.bytes, bytes) else StatePack.checksum(bytes) == f.crc)
 
   /** Forgets `rel`; returns the heap bytes freed (none once released: [[release]] freed them all). */
   def delete(rel: String): Long = synchronized {

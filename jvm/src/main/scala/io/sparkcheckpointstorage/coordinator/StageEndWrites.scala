@@ -30,6 +30,9 @@ private[coordinator] final class StageEndWrites {
     id
   }
 
+  /** Whether a write of `root` has not ended yet. */
+  def running(root: String): Boolean = writes.values.asScala.exists { case (r, f) => r == root && !f.isDone }
+
   /** [[StageEndPending]] while write `id` runs, then [[Done]] or its failure (once: the write is forgotten). */
   def poll(id: Long): CoordinatorReply = writes.get(id) match {
     case null => Failed(FailureKind.IllegalState, s"The driver knows no write $id making a stage's state durable: " +

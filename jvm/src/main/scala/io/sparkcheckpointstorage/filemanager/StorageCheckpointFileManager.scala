@@ -112,8 +112,11 @@ class StorageCheckpointFileManager(path: Path, hadoopConf: Configuration) extend
 
   private def createFile(p: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream = {
     val state = CheckpointPaths.splitState(qualified(p))
-    // A task writing state: its stage's end waits until the state is durable.
-    for ((root, rel) <- state; task <- Option(TaskContext.get())) StageEndDurability.track(task, root, rel)
+    // A task writing state its storage persists: its stage's end waits until the state is
+    // durable (a driver storage without a path has nothing to wait for, nor to ask about).
+    for ((root, rel) <- state; task <- Option(TaskContext.get()) if storageFor(root).isPersistent) {
+      StageEndDurability.track(task, root, rel)
+    }
     state match {
       case Some((root, rel)) if StateFileNaming.inlinable(rel) =>
         if (!overwriteIfPossible && exists(p)) {

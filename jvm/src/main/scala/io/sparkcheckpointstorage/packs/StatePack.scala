@@ -66,9 +66,7 @@ object StatePack {
     var offset = data.size().toLong
     val entries = files.map { case (rel, bytes) =>
       data.write(bytes)
-      val crc = new CRC32()
-      crc.update(bytes)
-      val e = PackEntry(rel, offset, bytes.length, crc.getValue.toInt)
+      val e = PackEntry(rel, offset, bytes.length, checksum(bytes))
       offset += bytes.length
       e
     }
@@ -124,11 +122,16 @@ object StatePack {
     }
   }
 
-  /** Checks and returns the bytes of one entry read from a pack. */
-  def verify(bytes: Array[Byte], pack: String, relPath: String, crc: Int): Array[Byte] = {
+  /** The checksum an entry's bytes carry in a pack's index (CRC-32). */
+  def checksum(bytes: Array[Byte]): Int = {
     val c = new CRC32()
     c.update(bytes)
-    if (c.getValue.toInt != crc) {
+    c.getValue.toInt
+  }
+
+  /** Checks and returns the bytes of one entry read from a pack. */
+  def verify(bytes: Array[Byte], pack: String, relPath: String, crc: Int): Array[Byte] = {
+    if (checksum(bytes) != crc) {
       throw CorruptPackException(pack, s"the bytes of $relPath do not match their checksum")
     }
     bytes

@@ -332,8 +332,19 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.handle(put(root, "state/0/1/2.heap-delta", "p1"))
     val last = c.handle(StageTaskDone(root, 1, 7, 1, 2))
     assert(last.isInstanceOf[StageEndPending], last)
+    // A copy of the last task ending meanwhile is answered only once the pack is on disk too.
     assert(taskEnds(c, root, 1, 7, 1, 2) == Done)
     assert(new File(dir, "state-packs/2.pack").exists(), "the last task's answer waits for the pack")
+    // The first task's write is answered once, then forgotten: a task asking again (or after a
+    // driver restart) fails, and reruns.
+    val id = last.asInstanceOf[StageEndPending].id
+    assert(c.handle(AwaitStageEnd(root, id)) == Done)
+    c.handle(AwaitStageEnd(root, id)) match {
+      case Failed(FailureKind.IllegalState, message, _) =>
+        assert(message == s"The driver knows no write $id making a stage's state durable: it restarted, or the " +
+          "checkpoint's query stopped meanwhile. The task fails, and Spark runs it again.", message)
+      case other => fail(s"a forgotten write answered $other")
+    }
     // A stage of another operator in the same batch gets a pack of its own.
     c.handle(put(root, "state/1/0/2.heap-delta", "o1"))
     assert(taskEnds(c, root, 1, 8, 0, 1) == Done)
