@@ -62,7 +62,9 @@ def skipping_written_batches(sink):
 
 
 class Query:
-    """``sink``: "parquet" (Spark's file sink) or "foreachBatch" (skipping_written_batches)."""
+    """``sink``: "parquet" (Spark's file sink), "foreachBatch" (skipping_written_batches) or
+    "delta" (Delta Lake's streaming sink: a batch id its log holds is skipped, its tasks never
+    run again; the session needs Delta's jars, tests/test_delta_sink.py)."""
     def __init__(self, spark, folder, faults, sink="parquet"):
         self.spark, self.folder, self.faults, self.sink_kind = spark, folder, faults, sink
         self.source = os.path.join(folder, "source")
@@ -83,7 +85,7 @@ class Query:
         if self.sink_kind == "foreachBatch":
             writer = writer.foreachBatch(skipping_written_batches(self.sink))
         else:
-            writer = writer.format("parquet").option("path", self.sink)
+            writer = writer.format(self.sink_kind).option("path", self.sink)
         query = writer.start()
         try:
             query.processAllAvailable()
@@ -108,6 +110,11 @@ class Query:
             got = [r.k for r in self.spark.read.schema(SCHEMA).parquet(
                 *[os.path.join(self.sink, "batch=%s" % b) for b in written]).select("k").collect()]
             return sorted(got), expected
+        if self.sink_kind == "delta":
+            if not os.path.exists(os.path.join(self.sink, "_delta_log")):
+                return [], expected
+            got = [r.k for r in self.spark.read.format("delta").load(self.sink).select("k").collect()]
+            return sorted(got), expected
         if not os.path.exists(os.path.join(self.sink, "_spark_metadata")):
             return [], expected
         got = [r.k for r in self.spark.read.schema(SCHEMA).parquet(self.sink).select("k").collect()]
@@ -131,6 +138,8 @@ VARIANTS = {
     "driver": {STORAGE: "driver"},
 }
 VARIANT_KEYS = sorted({key for conf in VARIANTS.values() for key in conf})
+#: the storage name of a scenario run on Spark's default provider and file manager
+SPARK_DEFAULT = "spark-default"
 
 
 def random_run(spark, faults, folder, variant, query_kind, inputs, share, seed, max_restarts):
@@ -298,7 +307,7 @@ def main(spec_path):
                .config("spark.sql.streaming.checkpointStorage", spec["storage"])
                .config("spark.sql.streaming.checkpointStorage.checkpointPath",
                        uri(os.path.join(spec["base"], "storage"))))
-    for key, value in faults.spark_conf().items():
+    for key, value in dict(faults.spark_conf(), **spec.get("spark_conf", {})).items():
         builder = builder.config(key, value)
     spark = configure_spark_with_checkpoint_storage(builder).getOrCreate()
 
@@ -336,10 +345,19 @@ def main(spec_path):
         return
     # Each storage's scenarios in turn, in this one application (the storage is a setting of
     # the session, read when a query starts), each in a folder of its own.
+    # The storage "spark-default" is the anchor: Spark's default provider on Spark's file
+    # manager, its scenarios' faults on its own state files.
     storages = spec.get("storages") or {spec["storage"]: {"base": spec["base"],
                                                            "scenarios": spec["scenarios"]}}
+    ours = {key: spark.conf.get(key, None) for key in (PROVIDER, FILE_MANAGER)}
     for storage, plan in storages.items():
-        spark.conf.set(STORAGE, storage)
+        for key, value in (VARIANTS["hdfs"] if storage == SPARK_DEFAULT else ours).items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+        if storage != SPARK_DEFAULT:
+            spark.conf.set(STORAGE, storage)
         spark.conf.set(STORAGE + ".checkpointPath", uri(os.path.join(plan["base"], "storage")))
         for scenario in plan["scenarios"]:
             done = os.path.join(plan["base"], scenario["name"], ".phase-done")
@@ -371,7 +389,8 @@ def run_scenario(spark, faults, phase, storage, base, scenario, batches_before, 
         spark.conf.set(threshold, scenario["threshold"])
     else:
         spark.conf.unset(threshold)
-    for checkpoint in ("same-app", "new-app"):
+    # A scenario may name the checkpoints it runs (both by default).
+    for checkpoint in scenario.get("checkpoints", ("same-app", "new-app")):
         query = Query(spark, os.path.join(base, scenario["name"], checkpoint), faults,
                       scenario.get("sink", "parquet"))
         if phase == "faults":
