@@ -5,8 +5,9 @@ is written when the batch's stateful stage ends, before the sink runs: a pack's 
 fails, or its ``close`` that acted and lost its answer, fails the batch before Delta commits it,
 and the batch run again in a new application, after the first ended with the error, gives
 exactly the batch computation's keys (the restart in the same application is
-tests/test_storage_faults.py's, behind a foreachBatch function that skips as Delta does). Both storages, with Spark's default
-provider on Spark's file manager as the anchor (a fault on its own state file of that batch).
+tests/test_storage_faults.py's, behind a foreachBatch function that skips as Delta does).
+Both storages, with Spark's default provider on Spark's file manager as the anchor (a fault on
+its own state file of that batch).
 
 Delta 4.0.0 is the release for Spark 4.0: the module runs on that line (pyspark 4.0.5), its
 jars from Maven Central (dev/realfs/pom-delta.xml, dev/realfs-jars delta), and skips elsewhere.
@@ -15,6 +16,7 @@ import pyspark
 import pytest
 
 from support import realfs
+from support.fault_queries import SPARK_DEFAULT
 from test_storage_faults import PACK, assert_no_state_lost, run_faults_then_resume
 
 pytestmark = pytest.mark.skipif(
@@ -35,7 +37,7 @@ SPARK_DEFAULT_FAULTS = [
     {"name": "state-file-create-before", "sink": "delta", "checkpoints": ["new-app"],
      "rules": [r"create before {cp}/checkpoint/state/0/1/\.?3\.delta.*"]},
 ]
-SCENARIOS = {"filesystem": PACK_FAULTS, "driver": PACK_FAULTS, "spark-default": SPARK_DEFAULT_FAULTS}
+SCENARIOS = {"filesystem": PACK_FAULTS, "driver": PACK_FAULTS, SPARK_DEFAULT: SPARK_DEFAULT_FAULTS}
 
 
 @pytest.fixture(scope="module")

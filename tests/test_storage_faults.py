@@ -8,6 +8,7 @@ import os
 import pytest
 
 from conftest import Subprocess, assert_ok
+from support.fault_queries import SPARK_DEFAULT, checkpoints_of
 
 #: batches each checkpoint commits before its scenario's fault is armed (packs 1-2)
 BATCHES_BEFORE = 2
@@ -76,7 +77,8 @@ def run_faults_then_resume(tmp_path, storage_scenarios, **extra):
     applications' specs."""
     storages = {storage: {"base": str(tmp_path / "runs" / storage), "scenarios": scenarios}
                 for storage, scenarios in storage_scenarios.items()}
-    first = sorted(storages)[0]
+    # The applications start on one of our storages (the anchor's is no storage setting).
+    first = sorted(s for s in storages if s != SPARK_DEFAULT)[0]
     # The new application starts beside the faults' one and resumes each scenario's
     # checkpoints once that one is done with them.
     ended = tmp_path / "faults-phase-ended"
@@ -105,7 +107,7 @@ def assert_no_state_lost(tmp_path, runs, storage, scenarios):
     by_step = {(r["scenario"], r["checkpoint"], r["step"]): r for r in runs}
     injected = (tmp_path / "faults" / "injected.log").read_text().splitlines()
     for s in scenarios:
-        checkpoints = s.get("checkpoints", ("same-app", "new-app"))
+        checkpoints = checkpoints_of(s)
         for checkpoint in checkpoints:
             if not s.get("first_batch_fails"):
                 # The fault met a checkpoint with committed batches: none of them may be lost.
@@ -127,7 +129,7 @@ def assert_no_state_lost(tmp_path, runs, storage, scenarios):
     # A half-written or unanswered pack never shadows a real one: every pack reads. Nor is a
     # failed write's temp file left in a log.
     for s in scenarios:
-        for checkpoint in s.get("checkpoints", ("same-app", "new-app")):
+        for checkpoint in checkpoints_of(s):
             for folder in ("state-packs", "offsets"):
                 files = tmp_path / "runs" / storage / s["name"] / checkpoint / "checkpoint" / folder
                 if files.exists():

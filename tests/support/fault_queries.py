@@ -142,6 +142,11 @@ VARIANT_KEYS = sorted({key for conf in VARIANTS.values() for key in conf})
 SPARK_DEFAULT = "spark-default"
 
 
+def checkpoints_of(scenario):
+    """The checkpoints a scenario runs: both by default, or those it names."""
+    return scenario.get("checkpoints", ("same-app", "new-app"))
+
+
 def random_run(spark, faults, folder, variant, query_kind, inputs, share, seed, max_restarts):
     """One query over ``inputs`` files under random faults, restarted until it processed them
     all; the state (aggregation) or the sink (deduplication) is then compared with the batch
@@ -389,8 +394,7 @@ def run_scenario(spark, faults, phase, storage, base, scenario, batches_before, 
         spark.conf.set(threshold, scenario["threshold"])
     else:
         spark.conf.unset(threshold)
-    # A scenario may name the checkpoints it runs (both by default).
-    for checkpoint in scenario.get("checkpoints", ("same-app", "new-app")):
+    for checkpoint in checkpoints_of(scenario):
         query = Query(spark, os.path.join(base, scenario["name"], checkpoint), faults,
                       scenario.get("sink", "parquet"))
         if phase == "faults":
