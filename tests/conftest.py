@@ -39,6 +39,10 @@ if _TEST_JVM_OPTIONS not in os.environ.get("JDK_JAVA_OPTIONS", ""):
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
+#: True when the run is the full tier (``dev/test --full`` or ``--spark``, which set
+#: SCS_TEST_TIER=full): a module then also runs the cells CI leaves to that tier.
+FULL_TIER = os.environ.get("SCS_TEST_TIER") == "full"
+
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
     """Waits for ``proc``; kills it when it outlives ``timeout`` seconds (a hung driver), or

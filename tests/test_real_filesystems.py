@@ -3,8 +3,9 @@
 S3-compatible object store (SeaweedFS, reached through ``s3a://`` with credentials enforced).
 On each:
 
-- every stateful operator, with each storage on each file system, side by side in one
-  scenario (and, on Spark 4.0 and later, transformWithStateInPandas on RocksDB on S3 in one
+- one operator of each kind of state (an aggregation, a deduplication, a stream-stream
+  join's four stores; every operator in the full tier, ``dev/test --full``), with each
+  storage on each file system, side by side in one scenario (and, on Spark 4.0 and later, transformWithStateInPandas on RocksDB on S3 in one
   of its own): on
   ``local-cluster`` an executor JVM is SIGKILLed mid-stream, then the driver between the state
   commit of a batch and its ``commits/N``, and a new driver resumes the queries. Every result
@@ -25,7 +26,7 @@ import uuid
 
 import pytest
 
-from conftest import Subprocess, assert_ok, wait_or_kill
+from conftest import FULL_TIER, Subprocess, assert_ok, wait_or_kill
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS)
@@ -33,10 +34,10 @@ sys.path.insert(0, TESTS)
 from support import realfs  # noqa: E402
 from support import stateful_operators as so  # noqa: E402
 from test_stateful_operators import (  # noqa: E402
-    CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, cached_scenarios, check,
+    CLUSTER, LOCAL, OPERATORS, PROVIDER_NAMES, STORAGE_OPERATORS, cached_scenarios, check,
     check_killed_between_state_commit_and_commit_log, run_scenario, storage_of, variant_results)
 
-#: One scenario for both file systems, every operator with each storage side by side (the
+#: One scenario for both file systems, KILL_OPERATORS with each storage side by side (the
 #: HDFS file system storage's queries the step's own, the others variants beside them, each
 #: with its checkpoints and packs on its file system): the first driver runs on local-cluster,
 #: where an executor JVM is killed after file 1, and the driver is killed in the batch of
@@ -44,11 +45,16 @@ from test_stateful_operators import (  # noqa: E402
 #: batch again and feeds the flush. One chain of applications for both: a Spark start and its
 #: kills cost as much as a scenario's batches. (transformWithStateInPandas runs the same steps
 #: in a driver of its own: Spark gives the Python worker that plans its batches on the driver
-#: 10 s to connect back, which a driver starting forty queries on a loaded machine missed.)
+#: 10 s to connect back, which a driver starting every operator's queries on a loaded machine missed.)
 STEPS = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
               expect_exit=so.DRIVER_KILLED_EXIT),
          dict(master=LOCAL, feed=["flush"])]
 STORAGES = ["filesystem", "driver"]
+#: The operators of the kills' scenario: what a remote file system changes is how state and
+#: packs reach it, the same for every operator, so CI runs one operator of each kind of state
+#: (the storages' operators of tests/test_stateful_operators.py, which runs every operator
+#: through the same kills on the local file system); the full tier runs every operator.
+KILL_OPERATORS = OPERATORS if FULL_TIER else STORAGE_OPERATORS
 HAS_TRANSFORM_WITH_STATE = tuple(int(x) for x in __import__("pyspark").__version__.split(".")[:2]) >= (4, 0)
 
 
@@ -68,14 +74,14 @@ def kill_results(minidfs, seaweed_s3, tmp_path_factory):
     """label -> the results of that variant's queries in the kills' scenario (run once)."""
     roots = {fs.scheme: unique(fs, "operators") for fs in (minidfs, seaweed_s3)}
     variants = [{"label": variant_label(scheme, storage), "storage": storage,
-                 "operators": OPERATORS, "checkpoint_root": roots[scheme]}
+                 "operators": KILL_OPERATORS, "checkpoint_root": roots[scheme]}
                 for scheme in ("hdfs", "s3a") for storage in STORAGES
                 if variant_label(scheme, storage)]
 
     def run():
         return run_scenario(
             tmp_path_factory.mktemp("kills"), PROVIDER_NAMES[0], "kills_then_restart",
-            "filesystem", OPERATORS, steps=STEPS,
+            "filesystem", KILL_OPERATORS, steps=STEPS,
             extra={"checkpoint_root": roots["hdfs"],
                    "spark_conf": realfs.spark_settings_of_all([minidfs, seaweed_s3]),
                    "variants": variants})
@@ -94,7 +100,7 @@ def check_kills(results, name):
 
 @pytest.mark.timeout(1500)
 @pytest.mark.cluster
-@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("name", KILL_OPERATORS)
 @pytest.mark.parametrize("storage", STORAGES)
 def test_operator_survives_kills_and_restart(remote_fs, kill_results, storage, name):
     results = kill_results(variant_label(remote_fs.scheme, storage))
