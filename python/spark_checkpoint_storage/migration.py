@@ -126,7 +126,8 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
     :param spark: the classic ``SparkSession`` to run the migration job on; default the active
                   one, else a local session with this package's jar (stopped afterwards).
     :param progress: called with a :class:`MigrationProgress` whenever the migration moves on
-                     (checked every ``progress_interval`` seconds, from another thread).
+                     (checked every ``progress_interval`` seconds, from another thread), and
+                     once more when it has finished (phase ``done``, every store written).
     :param progress_interval: seconds between two checks of the progress.
     :return: a :class:`MigrationResult`.
     :raises MigrationException: for a batch that is not committed, an operator or provider that
@@ -175,7 +176,16 @@ def migrate(source: str, target: str, to: str = "heap", batch_id: Optional[int] 
         finally:
             if poller is not None:
                 poller.stop()
-        return MigrationResult.from_json(text)
+        result = MigrationResult.from_json(text)
+        if progress is not None:
+            # A migration shorter than progress_interval would report nothing: its last
+            # report is always the finished migration's, as a progress bar ends full.
+            stores = sum(len(op.stores) for op in result.operators)
+            progress(MigrationProgress(phase="done", stores_done=stores, stores_total=stores,
+                                       rows_written=result.rows, operator_id=None,
+                                       operator_name=None, store=None,
+                                       partitions_written=None, partitions=None))
+        return result
     finally:
         if own_session is not None:
             own_session.stop()
