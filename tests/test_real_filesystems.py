@@ -5,12 +5,12 @@ On each:
 
 - one operator of each kind of state (an aggregation, a deduplication, a stream-stream
   join's four stores; every operator in the full tier, ``dev/test --full``), with each
-  storage on each file system, side by side in one scenario (and, on Spark 4.0 and later, transformWithStateInPandas on RocksDB on S3 in one
-  of its own): on
-  ``local-cluster`` an executor JVM is SIGKILLed mid-stream, then the driver between the state
-  commit of a batch and its ``commits/N``, and a new driver resumes the queries. Every result
-  equals the batch computation
-  (tests/support/stateful_operators.py, shared with tests/test_stateful_operators.py);
+  storage on each file system, side by side in one scenario (and, on Spark 4.0 and later,
+  transformWithStateInPandas on RocksDB on S3 in one of its own): on ``local-cluster`` an
+  executor JVM is SIGKILLed mid-stream, then the driver between the state commit of a batch
+  and its ``commits/N``, and a new driver resumes the queries. Every result equals the batch
+  computation (tests/support/stateful_operators.py, shared with
+  tests/test_stateful_operators.py);
 - in one driver for both file systems (tests/support/remote_storage_checks.py): both
   storages across a restart, damaged and missing packs, retention (``minBatchesToRetain``)
   and background cleanup, a savepoint from and to the remote file system resumed exactly,
@@ -45,7 +45,8 @@ from test_stateful_operators import (  # noqa: E402
 #: batch again and feeds the flush. One chain of applications for both: a Spark start and its
 #: kills cost as much as a scenario's batches. (transformWithStateInPandas runs the same steps
 #: in a driver of its own: Spark gives the Python worker that plans its batches on the driver
-#: 10 s to connect back, which a driver starting every operator's queries on a loaded machine missed.)
+#: 10 s to connect back, which a driver starting every operator's queries on a loaded machine
+#: missed.)
 STEPS = [dict(master=CLUSTER, feed=[0, 1, 2], kill_executor_after=[1], kill_driver_at=2,
               expect_exit=so.DRIVER_KILLED_EXIT),
          dict(master=LOCAL, feed=["flush"])]
