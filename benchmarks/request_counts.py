@@ -1,7 +1,10 @@
 """Requests a steady micro-batch makes to the checkpoint's file system, by the server's own
 count: S3 requests by type (SeaweedFS, through Hadoop's S3A) and HDFS NameNode RPCs (a
 MiniDFSCluster), per state store variant and state partition count, with the monthly cost of
-the S3 requests at S3's list prices for one query with a 1 s trigger.
+the S3 requests at S3's list prices for one query with a 1 s trigger. For our storages also how
+long the stateful stage's last task waited for the stage's state to be made durable (p50, p99
+and the longest of the window's batches: the driver's ``coordinator.stageEndWaitMs``), on
+these file systems and on the local disk (``--filesystems local``: no request count there).
 
 The query is a rate source (``--rate`` rows a second) counted per key (100 keys) into a noop
 sink, with a ``--trigger-ms`` trigger; ``no-state`` is the same source and sink through a
@@ -15,6 +18,7 @@ window. Each variant runs after the one before it stopped, in one driver JVM
     .venv/bin/python benchmarks/request_counts.py                                     # S3 and HDFS, 5/200/1,000 partitions
     .venv/bin/python benchmarks/request_counts.py --filesystems s3 --partitions 5 --variants heap-fs,no-state
     .venv/bin/python benchmarks/request_counts.py --min-batches-to-retain 10 --warmup 15   # with Spark's log purge
+    .venv/bin/python benchmarks/request_counts.py --filesystems local,s3 --partitions 5,200 --variants hdfs,heap-fs,heap-driver
 """
 import argparse
 import json
@@ -40,6 +44,7 @@ PRICE_TIER2 = 0.0004
 TIER1 = ("PUT", "COPY", "POST", "LIST")
 FREE = ("DELETE",)
 SECONDS_A_MONTH = 30 * 24 * 3600
+FS_NAMES = {"file": "local disk", "s3a": "S3 (SeaweedFS)", "hdfs": "HDFS"}
 
 
 def progress(message: str) -> None:
@@ -51,6 +56,36 @@ def monthly_cost(per_batch: Dict[str, float]) -> float:
     tier1 = sum(v for k, v in per_batch.items() if k in TIER1)
     tier2 = sum(v for k, v in per_batch.items() if k not in TIER1 and k not in FREE and k != "total")
     return SECONDS_A_MONTH * (tier1 * PRICE_TIER1 + tier2 * PRICE_TIER2) / 1000.0
+
+
+class LocalDisk(realfs.RemoteFs):
+    """The local disk, as the remote file systems are used here: a folder, no server, no counts."""
+
+    scheme = "file"
+
+    def __init__(self, folder: str):
+        os.makedirs(folder, exist_ok=True)
+        self.uri = "file://" + folder
+
+    def spark_conf(self) -> Dict[str, str]:
+        return {}
+
+    def stop(self):
+        pass
+
+
+def stage_end_waits(spark) -> Dict:
+    """How many stateful stages' last tasks have waited for their state to be durable in this
+    driver, and a function giving the newest ``n`` of those waits (ms, oldest first)."""
+    coordinator = spark._jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
+    return {"count": coordinator.stageEndWaits().getCount(),
+            "latest": lambda n: list(coordinator.recentStageEndWaitsMs(n)) if n > 0 else []}
+
+
+def percentile(values: List[int], q: float) -> int:
+    """The nearest-rank percentile ``q`` (0-100) of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, int(-(-q * len(ordered) // 100)) - 1))]
 
 
 def run_variant(spark, F, fs, name: str, partitions: int, args) -> Dict:
@@ -79,8 +114,11 @@ def run_variant(spark, F, fs, name: str, partitions: int, args) -> Dict:
         started = time.time()
         wait_for(args.warmup, started + args.max_seconds)
         first, before = fresh_counters(description, last_batch)
+        waits_before = stage_end_waits(spark)["count"]
         wait_for(first + args.batches, time.time() + args.max_seconds)
         last, after = fresh_counters(description, last_batch)
+        waits = stage_end_waits(spark)
+        waited = waits["latest"](min(waits["count"] - waits_before, 1024))
         if stream.exception() is not None:
             raise RuntimeError(str(stream.exception()))
     finally:
@@ -99,9 +137,14 @@ def run_variant(spark, F, fs, name: str, partitions: int, args) -> Dict:
               "batches": batches, "first_batch": first, "counted": counted, "per_batch": per_batch}
     if fs.scheme == "s3a" and batches > 0:
         result["monthly_cost_1s_trigger"] = monthly_cost(per_batch)
-    progress("%s, %d partitions, %s: %s over %d batches" % (
-        name, partitions, fs.scheme, "%.1f a batch" % per_batch.get("total", 0) if batches > 0 else "no batch",
-        max(batches, 0)))
+    if waited:
+        result["stage_end_wait_ms"] = {"stages": len(waited), "p50": percentile(waited, 50),
+                                       "p99": percentile(waited, 99), "max": max(waited)}
+    progress("%s, %d partitions, %s: %s over %d batches%s" % (
+        name, partitions, fs.scheme, "no request count" if fs.scheme == "file" else
+        "%.1f a batch" % per_batch.get("total", 0) if batches > 0 else "no batch",
+        max(batches, 0), "; stage-end wait p50 %(p50)d ms, p99 %(p99)d ms" % result["stage_end_wait_ms"]
+        if waited else ""))
     return result
 
 
@@ -109,6 +152,8 @@ def fresh_counters(description: Dict, last_batch) -> tuple:
     """(the last batch, the counters) read together. The namenode's counters are refreshed
     once a second (tests/support/realfs.py sets Hadoop's metrics period): they are taken just
     after a refresh, when they are current. S3's are always current."""
+    if description["scheme"] == "file":
+        return last_batch(), {}
     counters = realfs.read_counters(description)
     if description["scheme"] == "hdfs":
         deadline = time.time() + 3
@@ -143,12 +188,22 @@ def table(results: List[Dict]) -> List[str]:
             lines.append("| %s | %d | %d | %.1f | %s |%s" % (
                 r["label"], r["partitions"], r["batches"], r["per_batch"].get("total", 0), by_type(r["per_batch"]),
                 " $%.2f |" % r["monthly_cost_1s_trigger"] if cost else ""))
+    waits = [r for r in results if "stage_end_wait_ms" in r]
+    if waits:
+        lines += ["", "### How long a stateful stage's last task waited for the stage's state to be durable (ms)",
+                  "", "| file system | variant | state partitions | stages | p50 | p99 | longest |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in waits:
+            w = r["stage_end_wait_ms"]
+            lines.append("| %s | %s | %d | %d | %d | %d | %d |" % (
+                FS_NAMES.get(r["filesystem"], r["filesystem"]), r["label"], r["partitions"], w["stages"],
+                w["p50"], w["p99"], w["max"]))
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--filesystems", default="s3,hdfs")
+    parser.add_argument("--filesystems", default="s3,hdfs", help="s3, hdfs and local, comma-separated")
     parser.add_argument("--partitions", default="5,200,1000", help="state partitions, comma-separated")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--rate", type=int, default=500, help="rows a second")
@@ -179,7 +234,8 @@ def main() -> None:
     try:
         for kind in args.filesystems.split(","):
             progress("starting %s (work folder %s)" % (kind, work))
-            started.append(realfs.start({"s3": "s3a"}.get(kind, kind), os.path.join(work, kind)))
+            started.append(LocalDisk(os.path.join(work, kind)) if kind == "local"
+                           else realfs.start({"s3": "s3a"}.get(kind, kind), os.path.join(work, kind)))
         builder = (SparkSession.builder.master("local[2]")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")

@@ -295,6 +295,9 @@ def test_metrics_reach_the_csv_sink(spark, restarted):
     wait_for("coordinator.requests in the CSV sink", lambda: (read_metric("coordinator.requests") or 0) > 0)
     assert read_metric("coordinator.refusals") is not None
     assert read_metric("driver.inlineBytesHeld") is not None
+    # A histogram: its count first. The query's stages wrote packs, each timed.
+    wait_for("coordinator.stageEndWaitMs in the CSV sink",
+             lambda: (read_metric("coordinator.stageEndWaitMs") or 0) > 0)
 
 
 def test_metrics_reach_the_jmx_sink(spark, restarted):
@@ -332,6 +335,9 @@ def test_metrics_reach_the_jmx_sink(spark, restarted):
     assert value(on_jmx["coordinator.requests"]) > 0
     assert value(on_jmx["coordinator.refusals"]) >= 0
     assert value(on_jmx["driver.inlineBytesHeld"]) >= 0
+    waits = on_jmx["coordinator.stageEndWaitMs"]
+    assert int(call("getAttribute", waits, "Count")) > 0
+    assert float(call("getAttribute", waits, "99thPercentile")) >= float(call("getAttribute", waits, "50thPercentile")) >= 0
 
 
 def test_a_browser_renders_the_history_table(spark, restarted, tmp_path):

@@ -76,6 +76,15 @@ final class CheckpointCoordinator(val hadoopConf: Configuration, maxHeldBytes: L
   def refusals: Long = refusalCount.get
   private[coordinator] def noteRefusal(): Unit = refusalCount.incrementAndGet()
 
+  /**
+   * How long the last stateful stages' last tasks waited for their stage's state to be made
+   * durable, in milliseconds (only stages that had state to write).
+   */
+  def stageEndWaits: com.codahale.metrics.Histogram = stageEndWrites.durations
+
+  /** The newest `n` of [[stageEndWaits]]' durations (at most 1,024), oldest first (benchmarks read their window's). */
+  def recentStageEndWaitsMs(n: Int): Array[Long] = stageEndWrites.recent.latest(n)
+
   /** Answers one request; every failure becomes a [[Failed]] reply of its kind, never a throw. */
   def handle(request: CoordinatorRequest): CoordinatorReply = {
     requestCount.incrementAndGet()

@@ -46,6 +46,7 @@ final class DriverRuntime private (sc: SparkContext, ctx: PluginContext) {
     metrics.gauge("coordinator.messages")(endpoint.messages)
     metrics.gauge("coordinator.requests")(coordinator.requestsHandled)
     metrics.gauge("coordinator.refusals")(coordinator.refusals)
+    metrics.histogram("coordinator.stageEndWaitMs", coordinator.stageEndWaits)
   }
 
   /** An executor's message to the coordinator. */

@@ -5,6 +5,10 @@ import java.util.concurrent.atomic.AtomicLong
 
 import scala.jdk.CollectionConverters._
 
+import com.codahale.metrics.Histogram
+
+import io.sparkcheckpointstorage.monitoring.RecentDurations
+
 /**
  * The writes that make a stage's state durable at its end (a pack, after the background
  * writes it waits for), each run on a thread of its own: the driver's one RPC thread answers
@@ -12,6 +16,14 @@ import scala.jdk.CollectionConverters._
  * ([[AwaitStageEnd]]), so one query's slow pack write never stalls another query's requests.
  */
 private[coordinator] final class StageEndWrites {
+  /**
+   * How long each of the last [[StageEndWrites.Recorded]] writes took, in milliseconds: from
+   * the stage's last task ending to its state being durable, what that task waits (the
+   * metric `coordinator.stageEndWaitMs`). A stage with nothing to write waits for nothing and
+   * is not counted.
+   */
+  val recent = new RecentDurations(StageEndWrites.Recorded)
+  val durations = new Histogram(recent)
   private val ids = new AtomicLong()
   private val writes = new ConcurrentHashMap[Long, (String, CompletableFuture[Void])]()
   private val threads = Executors.newCachedThreadPool(new ThreadFactory {
@@ -26,7 +38,9 @@ private[coordinator] final class StageEndWrites {
   /** Starts `write` for `root`; returns its id, for [[poll]]. */
   def start(root: String)(write: => Unit): Long = {
     val id = ids.incrementAndGet()
-    writes.put(id, (root, CompletableFuture.runAsync(() => write, threads)))
+    val started = System.nanoTime()
+    writes.put(id, (root, CompletableFuture.runAsync(() =>
+      try write finally durations.update((System.nanoTime() - started) / 1000000L), threads)))
     id
   }
 
@@ -48,4 +62,9 @@ private[coordinator] final class StageEndWrites {
   /** Forgets the writes of `root` (its query stopped): a task still asking fails, and is run again. */
   def forget(root: String): Unit =
     writes.asScala.collect { case (id, (r, _)) if r == root => id }.toList.foreach(writes.remove)
+}
+
+private[coordinator] object StageEndWrites {
+  /** The writes [[StageEndWrites.recent]] keeps: enough for a p99 of the recent ones. */
+  val Recorded = 1024
 }

@@ -3,7 +3,7 @@ package io.sparkcheckpointstorage.monitoring
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicReference
 
-import com.codahale.metrics.{Gauge, MetricRegistry}
+import com.codahale.metrics.{Gauge, Histogram, MetricRegistry}
 
 /**
  * The plugin's metrics in Spark's metrics system (the plugin API's registry: every sink Spark
@@ -13,6 +13,9 @@ import com.codahale.metrics.{Gauge, MetricRegistry}
  *  - `driver.inlineBytesHeld`, `driver.maxTotalInlineSize`: the driver's inline state and its bound;
  *  - `coordinator.messages` (RPC messages from executors), `coordinator.requests` (requests
  *    answered, the driver's own included), `coordinator.refusals`;
+ *  - `coordinator.stageEndWaitMs`, a histogram: how long a stateful stage's last task waited
+ *    for the stage's state to be made durable (its pack written), over the last 1,024 stages
+ *    that had state to write;
  *  - per query on our file manager, `query.<name>.<measure>` (`<name>`: the query's name, else
  *    its id; dots and spaces become `_`): the last committed batch's `lastBatchId`,
  *    `commitDurationMs` (offsets to commit), `stateInlineBytes`, `stateFileBytes`,
@@ -28,6 +31,11 @@ final class CheckpointMetrics(registry: MetricRegistry) {
   def gauge(name: String)(value: => Long): Unit = {
     registry.remove(name)
     registry.register(name, new Gauge[Long] { override def getValue: Long = value })
+  }
+
+  def histogram(name: String, histogram: Histogram): Unit = {
+    registry.remove(name)
+    registry.register(name, histogram)
   }
 
   /** The query's facts changed: its gauges read them from now on. */

@@ -329,6 +329,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     c.handle(put(root, "state/0/0/2.heap-delta", "p0"))
     assert(c.handle(StageTaskDone(root, 1, 7, 0, 2)) == Done, "a stage with a task running writes no pack")
     assert(!new File(dir, "state-packs/2.pack").exists())
+    assert(c.stageEndWaits.getCount == 0, "a task that waits for nothing is not timed")
     c.handle(put(root, "state/0/1/2.heap-delta", "p1"))
     val last = c.handle(StageTaskDone(root, 1, 7, 1, 2))
     assert(last.isInstanceOf[StageEndPending], last)
@@ -345,10 +346,14 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
           "checkpoint's query stopped meanwhile. The task fails, and Spark runs it again.", message)
       case other => fail(s"a forgotten write answered $other")
     }
-    // A stage of another operator in the same batch gets a pack of its own.
+    // A stage of another operator in the same batch gets a pack of its own, and its wait is timed.
+    val timed = c.stageEndWaits.getCount
+    assert(timed >= 1, "the stage's pack write is timed")
     c.handle(put(root, "state/1/0/2.heap-delta", "o1"))
     assert(taskEnds(c, root, 1, 8, 0, 1) == Done)
     assert(new File(dir, "state-packs/3.pack").exists())
+    assert(c.stageEndWaits.getCount == timed + 1)
+    assert(c.stageEndWaits.getSnapshot.getMax >= 0)
     // A stage of the next batch already runs (asynchronous progress tracking): its ended task
     // still counts after this batch's commit.
     c.handle(OwnFileWritten(root, "state/0/0/3.heap-delta", 10L))
@@ -383,7 +388,10 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     assert(new File(dir, "state-packs/1.pack").exists())
     // A task of the stage run again after that (a speculative copy, a resubmitted stage) sends the same bytes.
     c.handle(put(root, "state/0/1/1.heap-delta", "w1"))
+    val timed = c.stageEndWaits.getCount
+    assert(timed == 2, "the failed write's wait and its rerun's are both timed")
     assert(c.handle(StageTaskDone(root, 0, 3, 1, 2)) == Done, "nothing is left to pack")
+    assert(c.stageEndWaits.getCount == timed)
     c.beforeCommit(root, 0)
     assert(!new File(dir, "state-packs/2.pack").exists(), "a second commit of a partition writes no second pack")
     assert(read(new CheckpointCoordinator(conf, Long.MaxValue), root, "state/0/1/1.heap-delta").contains("w1"))
