@@ -253,6 +253,10 @@ def main() -> None:
                         results.append(run_variant(spark, F, fs, name, partitions, args))
                     except Exception as e:  # noqa: BLE001 - one variant's failure ends no other's run
                         progress("%s FAILED: %s" % (name, str(e).splitlines()[0][:300]))
+                    # A stopped query's stores stay loaded on the executor until a maintenance
+                    # round finds them inactive, and that round (listings, with Spark's
+                    # providers: a LIST per store) would fall in the next variant's window.
+                    time.sleep(args.maintenance_s + 1)
         spark.stop()
     finally:
         for fs in started:
