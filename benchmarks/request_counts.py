@@ -74,12 +74,11 @@ class LocalDisk(realfs.RemoteFs):
         pass
 
 
-def stage_end_waits(spark) -> Dict:
-    """How many stateful stages' last tasks have waited for their state to be durable in this
-    driver, and a function giving the newest ``n`` of those waits (ms, oldest first)."""
-    coordinator = spark._jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
-    return {"count": coordinator.stageEndWaits().getCount(),
-            "latest": lambda n: list(coordinator.recentStageEndWaitsMs(n)) if n > 0 else []}
+def coordinator_of(spark):
+    """The driver's checkpoint coordinator (its ``stageEndWaits`` histogram counts the stateful
+    stages whose last task waited for their state to be durable; ``recentStageEndWaitsMs(n)``
+    gives the newest ``n`` of those waits, oldest first)."""
+    return spark._jvm.io.sparkcheckpointstorage.coordinator.DriverRuntime.currentCoordinator()
 
 
 def percentile(values: List[int], q: float) -> int:
@@ -114,11 +113,11 @@ def run_variant(spark, F, fs, name: str, partitions: int, args) -> Dict:
         started = time.time()
         wait_for(args.warmup, started + args.max_seconds)
         first, before = fresh_counters(description, last_batch)
-        waits_before = stage_end_waits(spark)["count"]
+        coordinator = coordinator_of(spark)
+        waits_before = coordinator.stageEndWaits().getCount()
         wait_for(first + args.batches, time.time() + args.max_seconds)
         last, after = fresh_counters(description, last_batch)
-        waits = stage_end_waits(spark)
-        waited = waits["latest"](min(waits["count"] - waits_before, 1024))
+        waited = list(coordinator.recentStageEndWaitsMs(coordinator.stageEndWaits().getCount() - waits_before))
         if stream.exception() is not None:
             raise RuntimeError(str(stream.exception()))
     finally:

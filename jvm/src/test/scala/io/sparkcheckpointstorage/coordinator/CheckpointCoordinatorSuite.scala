@@ -314,8 +314,12 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
 
   /** The last answer to the end of task `partition` of `stage` (of `of`), its pack's polls followed to the end. */
   private def taskEnds(c: CheckpointCoordinator, root: String, batch: Long, stage: Int, partition: Int,
-      of: Int): CoordinatorReply = {
-    var reply = c.handle(StageTaskDone(root, batch, stage, partition, of))
+      of: Int): CoordinatorReply =
+    followed(c, root, c.handle(StageTaskDone(root, batch, stage, partition, of)))
+
+  /** `first`, or once it is [[StageEndPending]], the answer its write ends with. */
+  private def followed(c: CheckpointCoordinator, root: String, first: CoordinatorReply): CoordinatorReply = {
+    var reply = first
     val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60)
     while (reply.isInstanceOf[StageEndPending] && System.nanoTime() < deadline) {
       Thread.sleep(5)
@@ -340,13 +344,7 @@ class CheckpointCoordinatorSuite extends AnyFunSuite with BeforeAndAfterEach wit
     // driver restart) fails, and reruns. (The copy's write may have taken the root's lock
     // first and packed the state: the first one then ends after it, with nothing to write.)
     val id = last.asInstanceOf[StageEndPending].id
-    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60)
-    var first = c.handle(AwaitStageEnd(root, id))
-    while (first == last && System.nanoTime() < deadline) {
-      Thread.sleep(5)
-      first = c.handle(AwaitStageEnd(root, id))
-    }
-    assert(first == Done)
+    assert(followed(c, root, last) == Done)
     c.handle(AwaitStageEnd(root, id)) match {
       case Failed(FailureKind.IllegalState, message, _) =>
         assert(message == s"The driver knows no write $id making a stage's state durable: it restarted, or the " +
